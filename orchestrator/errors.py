@@ -1,0 +1,34 @@
+"""The one small exception hierarchy. Messages say what is wrong and where."""
+
+
+class OrchestratorError(Exception):
+    """Base class of every error the orchestrator raises on purpose."""
+
+
+class DagDefinitionError(OrchestratorError):
+    """A DAG file declares something invalid.
+
+    The message starts with ``file:line:`` when the place is known, e.g.
+    ``dags/etl.py:14: task 'load' depends on unknown task 'extrct'``.
+    """
+
+    def __init__(self, message: str, *, fileloc: str | None = None, lineno: int | None = None):
+        self.bare_message = message
+        self.fileloc = fileloc
+        self.lineno = lineno
+        where = ""
+        if fileloc:
+            where = f"{fileloc}:{lineno}: " if lineno else f"{fileloc}: "
+        super().__init__(where + message)
+
+
+class ConfigError(OrchestratorError):
+    """A setting or a command-line argument is invalid."""
+
+
+class NotFoundError(OrchestratorError):
+    """A DAG, run or task instance asked for does not exist."""
+
+
+class StateError(OrchestratorError):
+    """A transition was asked for that the current state does not allow."""

@@ -1,0 +1,105 @@
+"""Which fire times become runs: the misfire policy, as a pure function.
+
+``plan(schedule, policy, cursor, now)`` looks at the fire times from the DAG's
+schedule cursor up to ``now`` and decides, per policy:
+
+* ``backfill``: a run for every due fire time, oldest first (at most ``batch`` per call);
+* ``coalesce``: one run, for the latest due fire time; the others are recorded as coalesced;
+* ``skip``: runs only for fire times within ``misfire_grace`` of now; older ones are skipped.
+
+Fire times older than ``catchup_window`` are never run, whatever the policy.
+
+>>> from datetime import UTC, datetime, timedelta
+>>> from orchestrator.schedule import parse_schedule
+>>> s = parse_schedule(timedelta(hours=1), start=datetime(2026, 1, 1, tzinfo=UTC))
+>>> p = plan(s, "coalesce", datetime(2026, 1, 1, tzinfo=UTC), datetime(2026, 1, 1, 5, 30, tzinfo=UTC),
+...          grace=timedelta(minutes=5), catchup_window=None, has_history=False)
+>>> [t.hour for t in p.fire_times], p.new_cursor.hour
+([5], 6)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from orchestrator.schedule import Schedule
+
+
+@dataclass(frozen=True)
+class Plan:
+    fire_times: list[datetime]
+    new_cursor: datetime | None
+    decisions: list[tuple[str, str]] = field(default_factory=list)
+
+
+def plan(
+    schedule: Schedule,
+    policy: str,
+    cursor: datetime | None,
+    now: datetime,
+    *,
+    grace: timedelta,
+    catchup_window: timedelta | None,
+    has_history: bool,
+    batch: int = 500,
+) -> Plan | None:
+    """Decide the runs to create now. None means nothing to do (no write needed)."""
+    if schedule.kind == "none":
+        return None
+    initialising = cursor is None
+    if cursor is None:
+        # A new DAG starts at its first fire time; a changed schedule starts after now,
+        # so it never creates runs for its own past fire times.
+        cursor = schedule.next_after(now) if has_history else schedule.first()
+        if cursor is None:
+            return None
+    if cursor > now:
+        return Plan([], cursor) if initialising else None
+
+    decisions: list[tuple[str, str]] = []
+    if catchup_window is not None and now - cursor > catchup_window:
+        oldest_allowed = now - catchup_window
+        first_kept = schedule.next_after(oldest_allowed - timedelta(microseconds=1))
+        decisions.append(
+            (
+                "fire_expired",
+                f"fire times from {cursor.isoformat()} to before {oldest_allowed.isoformat()} "
+                f"are older than catchup_window {catchup_window} and were not run",
+            )
+        )
+        cursor = first_kept
+        if cursor is None or cursor > now:
+            return Plan([], cursor, decisions)
+
+    if policy == "backfill":
+        due = schedule.fire_times(cursor, now, limit=batch)
+        new_cursor = schedule.next_after(due[-1])
+        return Plan(due, new_cursor, decisions)
+
+    latest = schedule.previous_before(now + timedelta(microseconds=1))
+    assert latest is not None and latest >= cursor
+    new_cursor = schedule.next_after(latest)
+    if policy == "coalesce":
+        if latest > cursor:
+            decisions.append(
+                (
+                    "fire_coalesced",
+                    f"missed fire times from {cursor.isoformat()} to before "
+                    f"{latest.isoformat()} coalesced into the run for {latest.isoformat()}",
+                )
+            )
+        return Plan([latest], new_cursor, decisions)
+
+    # skip: only fire times noticed within the grace period run
+    keep = [t for t in schedule.fire_times(max(cursor, now - grace), now) if now - t <= grace]
+    if not keep or keep[0] > cursor:
+        until = keep[0] if keep else new_cursor
+        decisions.append(
+            (
+                "fire_skipped",
+                f"missed fire times from {cursor.isoformat()} to before "
+                f"{until.isoformat() if until else 'now'} skipped (misfire='skip')",
+            )
+        )
+    return Plan(keep, new_cursor, decisions)

@@ -1,0 +1,159 @@
+"""The DAG processor: imports DAG files in child processes and stores what they define.
+
+Each file is imported in its own child process with a time limit, so a file that
+loops forever, calls ``sys.exit``, crashes the interpreter or raises becomes an
+import error record (file, message, traceback) and harms nothing else: the DAGs of
+every other file, and the last good version of this one, keep being scheduled.
+
+>>> DagProcessor(store, settings).scan(clock.now())   # doctest: +SKIP
+ScanResult(parsed=3, dags=5, errors=1, removed=0)
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from orchestrator.loader import display_path
+from orchestrator.runner import parse_child
+from orchestrator.settings import Settings
+from orchestrator.store import Store
+from orchestrator.worker import _describe_exit, mp_context
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ScanResult:
+    parsed: int
+    dags: int
+    errors: int
+    removed: int
+
+
+def dag_files(folder: str) -> list[str]:
+    """Every ``.py`` file under ``folder``, skipping names that start with ``_`` or ``.``."""
+    found = []
+    for root, dirs, files in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if not d.startswith((".", "_")))
+        for name in files:
+            if name.endswith(".py") and not name.startswith((".", "_")):
+                found.append(os.path.abspath(os.path.join(root, name)))
+    return sorted(found)
+
+
+class DagProcessor:
+    def __init__(self, store: Store, settings: Settings, *, parallelism: int | None = None) -> None:
+        self.store = store
+        self.settings = settings
+        self.parallelism = parallelism or max(2, os.cpu_count() or 2)
+        self._seen: dict[str, tuple[int, int]] = {}
+        self._ctx = mp_context()
+
+    def scan(self, now: datetime, *, force: bool = False) -> ScanResult:
+        folder = self.settings.dags_folder
+        files = dag_files(folder) if os.path.isdir(folder) else []
+        changed = []
+        for path in files:
+            try:
+                st = os.stat(path)
+            except FileNotFoundError:
+                continue
+            sig = (st.st_mtime_ns, st.st_size)
+            if force or self._seen.get(path) != sig:
+                changed.append(path)
+                self._seen[path] = sig
+        results = self._parse_all(changed)
+        owners = self.store.dags_by_file()
+        owner_of = {dag_id: f for f, ids in owners.items() for dag_id in ids}
+        n_dags = n_errors = 0
+        for path in changed:
+            payload = results[path]
+            if "error" in payload:
+                n_errors += 1
+                self.store.record_import_error(
+                    path, payload["error"], payload.get("traceback"), now
+                )
+                log.warning("import error: %s", payload["error"])
+                continue
+            clash = [
+                (d["dag_id"], owner_of[d["dag_id"]])
+                for d in payload["dags"]
+                if owner_of.get(d["dag_id"], path) != path and os.path.exists(owner_of[d["dag_id"]])
+            ]
+            if clash:
+                n_errors += 1
+                dag_id, other = clash[0]
+                line = next(d["lineno"] for d in payload["dags"] if d["dag_id"] == dag_id)
+                message = (
+                    f"{display_path(path)}:{line}: dag_id {dag_id!r} is already defined in "
+                    f"{display_path(other)}"
+                )
+                self.store.record_import_error(path, message, None, now)
+                log.warning("import error: %s", message)
+                continue
+            self.store.clear_import_errors([path])
+            new_ids = set()
+            for data in payload["dags"]:
+                self.store.save_dag(data, now)
+                owner_of[data["dag_id"]] = path
+                new_ids.add(data["dag_id"])
+                n_dags += 1
+            gone = [d for d in owners.get(path, []) if d not in new_ids]
+            self.store.deactivate_dags(gone, now, f"no longer defined in {display_path(path)}")
+        present = set(files)
+        removed_files = [f for f in owners if f not in present]
+        removed = 0
+        for f in removed_files:
+            self.store.deactivate_dags(owners[f], now, f"file {display_path(f)} was deleted")
+            removed += len(owners[f])
+            self._seen.pop(f, None)
+        stale_errors = [e.fileloc for e in self.store.import_errors() if e.fileloc not in present]
+        self.store.clear_import_errors(stale_errors)
+        return ScanResult(parsed=len(changed), dags=n_dags, errors=n_errors, removed=removed)
+
+    def _parse_all(self, paths: list[str]) -> dict[str, dict[str, Any]]:
+        results: dict[str, dict[str, Any]] = {}
+        pending = list(paths)
+        running: list[tuple[str, Any, Any, float]] = []
+        timeout = self.settings.parse_timeout
+        while pending or running:
+            while pending and len(running) < self.parallelism:
+                path = pending.pop(0)
+                parent, child = self._ctx.Pipe(duplex=False)
+                proc = self._ctx.Process(target=parse_child, args=(path, child), daemon=True)
+                proc.start()
+                child.close()
+                running.append((path, proc, parent, time.monotonic() + timeout))
+            for item in list(running):
+                path, proc, conn, deadline = item
+                payload = None
+                if conn.poll(0.01):
+                    try:
+                        payload = conn.recv()
+                    except (EOFError, OSError):
+                        proc.join(5)
+                        payload = {
+                            "error": f"{display_path(path)}: the interpreter crashed while "
+                            f"importing this file ({_describe_exit(proc.exitcode)})"
+                        }
+                elif time.monotonic() > deadline:
+                    payload = {
+                        "error": f"{display_path(path)}: importing took longer than "
+                        f"{timeout:g}s (parse_timeout) and was stopped"
+                    }
+                if payload is None:
+                    continue
+                running.remove(item)
+                if proc.is_alive():
+                    proc.join(1)
+                if proc.is_alive():
+                    proc.kill()
+                    proc.join(5)
+                conn.close()
+                results[path] = payload
+        return results

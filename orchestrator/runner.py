@@ -1,0 +1,216 @@
+"""Code that runs inside child processes: parsing DAG files and running task tries.
+
+Children are started from a forkserver, so they never inherit the parent's threads
+or database connections. Each sets itself to die with its parent (Linux
+``PR_SET_PDEATHSIG``) and leads its own process group, so the parent can kill it and
+any shell commands it started in one call.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import io
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import traceback
+from datetime import datetime
+from multiprocessing.connection import Connection
+from typing import Any
+
+from orchestrator.loader import DagImportError, load_file
+
+_PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent() -> None:
+    with contextlib.suppress(Exception):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def _child_setup() -> None:
+    die_with_parent()
+    with contextlib.suppress(OSError):
+        os.setpgrp()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+# -- DAG parsing --------------------------------------------------------------------------
+def parse_child(path: str, conn: Connection) -> None:
+    """Import one DAG file and send back its serialized DAGs or an import error."""
+    _child_setup()
+    from orchestrator.spec import serialize_dag
+
+    sink = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
+            dags = load_file(path)
+            payload: dict[str, Any] = {"dags": [serialize_dag(d) for d in dags]}
+    except DagImportError as exc:
+        payload = {"error": exc.message, "traceback": exc.tb}
+    except BaseException as exc:  # noqa: BLE001
+        payload = {
+            "error": f"{path}: {type(exc).__name__}: {exc}",
+            "traceback": traceback.format_exc(),
+        }
+    conn.send(payload)
+    conn.close()
+
+
+# -- running tries ------------------------------------------------------------------------
+def task_child(conn: Connection) -> None:
+    """Serve task tries, one at a time, until the parent hangs up."""
+    _child_setup()
+    cache: dict[str, tuple[int, dict[str, Any]]] = {}
+    while True:
+        try:
+            job = conn.recv()
+        except (EOFError, OSError):
+            return
+        if job is None:
+            return
+        outcome = run_try(job, cache)
+        try:
+            conn.send(outcome)
+        except (BrokenPipeError, OSError):
+            return
+
+
+def _dags_of(path: str, cache: dict[str, tuple[int, dict[str, Any]]]) -> dict[str, Any]:
+    mtime = os.stat(path).st_mtime_ns
+    hit = cache.get(path)
+    if hit is None or hit[0] != mtime:
+        hit = cache[path] = (mtime, {d.dag_id: d for d in load_file(path)})
+    return hit[1]
+
+
+def run_try(job: dict[str, Any], cache: dict[str, tuple[int, dict[str, Any]]]) -> dict[str, Any]:
+    """Run one try described by ``job``; never raises."""
+    from orchestrator.context import TaskContext
+    from orchestrator.templating import render_command
+
+    os.makedirs(os.path.dirname(job["log_file"]), exist_ok=True)
+    logfile = open(job["log_file"], "a", buffering=1, encoding="utf-8")  # noqa: SIM115
+    logger = logging.getLogger(f"task.{job['dag_id']}.{job['task_id']}")
+    logger.handlers.clear()
+    logger.propagate = False
+    logger.setLevel(logging.INFO)
+    handler = logging.StreamHandler(logfile)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+    logger.addHandler(handler)
+    ctx = TaskContext(
+        dag_id=job["dag_id"],
+        run_id=job["run_id"],
+        task_id=job["task_id"],
+        logical_date=datetime.fromisoformat(job["logical_date"]),
+        data_interval_start=datetime.fromisoformat(job["data_interval_start"]),
+        data_interval_end=datetime.fromisoformat(job["data_interval_end"]),
+        try_number=job["try_number"],
+        params=job["params"],
+        idempotency_key=job["idempotency_key"],
+        log=logger,
+        upstream_ids=tuple(job["upstream"]),
+        _results=job["results"],
+    )
+    logger.info(
+        "starting dag_id=%s run_id=%s task_id=%s try=%s",
+        ctx.dag_id,
+        ctx.run_id,
+        ctx.task_id,
+        ctx.try_number,
+    )
+    try:
+        if job["kind"] == "shell":
+            command = render_command(job["command"], ctx.template_vars(job["timezone"]))
+            logger.info("command: %s", command)
+            handler.flush()
+            env = dict(os.environ)
+            env.update(job.get("env") or {})
+            env.update(
+                ORCHESTRATOR_DAG_ID=ctx.dag_id,
+                ORCHESTRATOR_RUN_ID=ctx.run_id,
+                ORCHESTRATOR_TASK_ID=ctx.task_id,
+                ORCHESTRATOR_TRY_NUMBER=str(ctx.try_number),
+                ORCHESTRATOR_IDEMPOTENCY_KEY=ctx.idempotency_key,
+            )
+            proc = subprocess.run(
+                ["/bin/sh", "-c", command],
+                stdout=logfile,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env=env,
+                cwd=job.get("cwd") or None,
+                preexec_fn=die_with_parent,
+                check=False,
+            )
+            if proc.returncode != 0:
+                return _failure(
+                    logger, f"command exited with status {proc.returncode}", proc.returncode
+                )
+            logger.info("command succeeded")
+            return {"ok": True, "result": None}
+        dags = _dags_of(job["fileloc"], cache)
+        dag = dags.get(job["dag_id"])
+        if dag is None or job["task_id"] not in dag.tasks:
+            return _failure(
+                logger,
+                f"{job['fileloc']} no longer defines task {job['dag_id']}.{job['task_id']}",
+                None,
+            )
+        fn = dag.tasks[job["task_id"]].fn
+        with contextlib.redirect_stdout(logfile), contextlib.redirect_stderr(logfile):
+            value = fn(ctx) if _takes_argument(fn) else fn()
+        result = None
+        if value is not None:
+            try:
+                result = json.dumps(value)
+            except (TypeError, ValueError) as exc:
+                return _failure(logger, f"return value is not JSON-serialisable: {exc}", None)
+            if len(result.encode()) > job["max_result_bytes"]:
+                return _failure(
+                    logger,
+                    f"return value is {len(result.encode())} bytes of JSON, over the "
+                    f"{job['max_result_bytes']}-byte limit (max_result_bytes)",
+                    None,
+                )
+        logger.info("succeeded")
+        return {"ok": True, "result": result}
+    except DagImportError as exc:
+        return _failure(logger, f"cannot import the DAG file: {exc.message}", None)
+    except BaseException as exc:  # noqa: BLE001 - the task's error, whatever it is
+        text = "".join(traceback.format_exception(exc))
+        logger.error("failed:\n%s", text.rstrip())
+        exit_status = (
+            exc.code if isinstance(exc, SystemExit) and isinstance(exc.code, int) else None
+        )
+        return {
+            "ok": False,
+            "error": f"{type(exc).__name__}: {exc}\n{text}",
+            "exit_status": exit_status,
+        }
+    finally:
+        handler.flush()
+        logger.removeHandler(handler)
+        logfile.close()
+        sys.stdout.flush()
+
+
+def _failure(logger: logging.Logger, message: str, exit_status: int | None) -> dict[str, Any]:
+    logger.error("failed: %s", message)
+    return {"ok": False, "error": message, "exit_status": exit_status}
+
+
+def _takes_argument(fn: Any) -> bool:
+    import inspect
+
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return True
+    return any(
+        p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL) for p in params
+    )

@@ -1,0 +1,100 @@
+"""One frozen settings object, read once from ``ORCHESTRATOR_*`` variables and flags.
+
+Every setting, its variable and its default is listed in ``docs/settings.md``; keep
+that table and :data:`FIELDS` in step.
+
+>>> s = Settings.load({"ORCHESTRATOR_LEASE_SECONDS": "20"}, cwd="/srv")
+>>> s.lease_seconds, s.dags_folder
+(20.0, '/srv/dags')
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, fields, replace
+from typing import Any
+
+from orchestrator.errors import ConfigError
+
+# name -> (type, default, help). Defaults that depend on the state folder are None here.
+FIELDS: dict[str, tuple[type, Any, str]] = {
+    "state_dir": (str, ".orchestrator", "folder for the SQLite file, task logs and the web secret"),
+    "database_url": (str, None, "SQLAlchemy URL; default sqlite:///<state_dir>/orchestrator.db"),
+    "dags_folder": (str, "dags", "folder scanned for DAG files"),
+    "lease_seconds": (float, 30.0, "how long a claimed task's lease lasts without a heartbeat"),
+    "heartbeat_seconds": (float, 10.0, "how often workers extend their leases"),
+    "worker_concurrency": (int, 4, "task processes per worker"),
+    "scheduler_interval": (float, 1.0, "the longest the scheduler sleeps between ticks"),
+    "worker_poll_seconds": (float, 1.0, "the longest an idle worker waits before polling"),
+    "parse_timeout": (float, 30.0, "seconds a DAG file may take to import"),
+    "parse_interval": (float, 10.0, "seconds between scans of the dags folder"),
+    "max_result_bytes": (int, 65536, "largest JSON return value a task may hand downstream"),
+    "web_host": (str, "127.0.0.1", "address the web UI binds to"),
+    "web_port": (int, 8080, "port of the web UI"),
+}
+
+
+@dataclass(frozen=True)
+class Settings:
+    state_dir: str
+    database_url: str
+    dags_folder: str
+    lease_seconds: float
+    heartbeat_seconds: float
+    worker_concurrency: int
+    scheduler_interval: float
+    worker_poll_seconds: float
+    parse_timeout: float
+    parse_interval: float
+    max_result_bytes: int
+    web_host: str
+    web_port: int
+
+    @property
+    def log_dir(self) -> str:
+        return os.path.join(self.state_dir, "logs")
+
+    @classmethod
+    def load(
+        cls,
+        environ: dict[str, str] | None = None,
+        cwd: str | None = None,
+        **overrides: Any,
+    ) -> Settings:
+        """Defaults, then ``ORCHESTRATOR_*`` variables, then non-None ``overrides``."""
+        environ = dict(os.environ if environ is None else environ)
+        cwd = cwd or os.getcwd()
+        values: dict[str, Any] = {}
+        for name, (kind, default, _help) in FIELDS.items():
+            raw = overrides.get(name)
+            source = f"--{name.replace('_', '-')}"
+            if raw is None:
+                raw = environ.get(f"ORCHESTRATOR_{name.upper()}")
+                source = f"ORCHESTRATOR_{name.upper()}"
+            if raw is None:
+                values[name] = default
+                continue
+            try:
+                value = kind(raw)
+            except (TypeError, ValueError):
+                raise ConfigError(f"{source}: expected {kind.__name__}, got {raw!r}") from None
+            if kind in (int, float) and value <= 0:
+                raise ConfigError(f"{source}: must be > 0, got {raw!r}")
+            values[name] = value
+        values["state_dir"] = os.path.abspath(os.path.join(cwd, values["state_dir"]))
+        values["dags_folder"] = os.path.abspath(os.path.join(cwd, values["dags_folder"]))
+        if not values["database_url"]:
+            path = os.path.join(values["state_dir"], "orchestrator.db")
+            values["database_url"] = f"sqlite:///{path}"
+        if values["heartbeat_seconds"] >= values["lease_seconds"]:
+            raise ConfigError(
+                f"heartbeat_seconds ({values['heartbeat_seconds']}) must be shorter than "
+                f"lease_seconds ({values['lease_seconds']})"
+            )
+        return cls(**values)
+
+    def with_(self, **changes: Any) -> Settings:
+        return replace(self, **changes)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}

@@ -1,0 +1,228 @@
+"""Serialized DAGs: what the store keeps, and what the scheduler and UI work from.
+
+A :class:`DagSpec` is built from a DAG object by :func:`serialize_dag` (in the
+process that imported the DAG file) and rebuilt from its JSON by
+:meth:`DagSpec.from_json`, so nothing but the DAG processor and the task runner ever
+imports user code.
+
+>>> spec = DagSpec.from_json(serialize_dag(dag))    # doctest: +SKIP
+>>> spec.tasks["load"].upstream                     # doctest: +SKIP
+('extract',)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from functools import cached_property
+from typing import Any
+
+import networkx as nx
+
+from orchestrator.dag import DAG
+from orchestrator.retry import RetryPolicy
+from orchestrator.schedule import Schedule, parse_schedule
+
+
+def _seconds(value: timedelta | None) -> float | None:
+    return None if value is None else value.total_seconds()
+
+
+def _td(value: float | None) -> timedelta | None:
+    return None if value is None else timedelta(seconds=value)
+
+
+def _iso(value: datetime | None) -> str | None:
+    return None if value is None else value.isoformat()
+
+
+def serialize_dag(dag: DAG) -> dict[str, Any]:
+    sched = dag.schedule
+    if sched.kind == "interval":
+        raw: Any = {"interval": sched.interval.total_seconds()}
+    elif sched.kind == "cron":
+        raw = sched.expr
+    elif sched.kind == "once":
+        raw = "@once"
+    else:
+        raw = None
+    tasks = []
+    for t in dag.tasks.values():
+        tasks.append(
+            {
+                "task_id": t.task_id,
+                "kind": t.kind,
+                "command": t.command,
+                "upstream": sorted(t.upstream_ids),
+                "retries": t.retries,
+                "retry_delay": _seconds(t.retry_delay),
+                "retry_exponential": t.retry_exponential,
+                "max_retry_delay": _seconds(t.max_retry_delay),
+                "timeout": _seconds(t.timeout),
+                "trigger_rule": t.trigger_rule,
+                "queue": t.queue,
+                "pool": t.pool,
+                "pool_slots": t.pool_slots,
+                "description": t.description,
+                "env": t.env,
+                "lineno": t.lineno,
+            }
+        )
+    return {
+        "dag_id": dag.dag_id,
+        "fileloc": dag.fileloc,
+        "lineno": dag.lineno,
+        "description": dag.description,
+        "schedule": raw,
+        "timezone": dag.timezone,
+        "start_date": _iso(dag.start_date),
+        "end_date": _iso(dag.end_date),
+        "tags": dag.tags,
+        "params": dag.params,
+        "misfire": dag.misfire,
+        "misfire_grace": _seconds(dag.misfire_grace),
+        "catchup_window": _seconds(dag.catchup_window),
+        "max_active_runs": dag.max_active_runs,
+        "overlap": dag.overlap,
+        "paused_at_creation": dag.paused,
+        "tasks": tasks,
+    }
+
+
+def dumps(data: dict[str, Any]) -> str:
+    return json.dumps(data, sort_keys=True, separators=(",", ":"))
+
+
+def spec_hash(data: dict[str, Any]) -> str:
+    return hashlib.sha256(dumps(data).encode()).hexdigest()[:32]
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    task_id: str
+    kind: str
+    command: str | None
+    upstream: tuple[str, ...]
+    retries: int
+    retry_delay: timedelta
+    retry_exponential: bool
+    max_retry_delay: timedelta
+    timeout: timedelta | None
+    trigger_rule: str
+    queue: str
+    pool: str | None
+    pool_slots: int
+    description: str | None
+    env: dict[str, str]
+    lineno: int | None
+
+    @property
+    def max_tries(self) -> int:
+        return self.retries + 1
+
+    @property
+    def retry_policy(self) -> RetryPolicy:
+        return RetryPolicy(
+            retries=self.retries,
+            retry_delay=self.retry_delay,
+            exponential=self.retry_exponential,
+            max_retry_delay=self.max_retry_delay,
+        )
+
+
+@dataclass(frozen=True)
+class DagSpec:
+    dag_id: str
+    fileloc: str
+    description: str | None
+    schedule_raw: Any
+    timezone: str
+    start_date: datetime | None
+    end_date: datetime | None
+    tags: tuple[str, ...]
+    params: dict[str, Any]
+    misfire: str
+    misfire_grace: timedelta
+    catchup_window: timedelta | None
+    max_active_runs: int
+    overlap: str
+    paused_at_creation: bool
+    tasks: dict[str, TaskSpec]
+
+    @cached_property
+    def schedule(self) -> Schedule:
+        raw = self.schedule_raw
+        if isinstance(raw, dict):
+            raw = timedelta(seconds=raw["interval"])
+        return parse_schedule(raw, timezone=self.timezone, start=self.start_date, end=self.end_date)
+
+    @cached_property
+    def downstream(self) -> dict[str, tuple[str, ...]]:
+        down: dict[str, list[str]] = {t: [] for t in self.tasks}
+        for t in self.tasks.values():
+            for up in t.upstream:
+                down[up].append(t.task_id)
+        return {k: tuple(v) for k, v in down.items()}
+
+    @cached_property
+    def graph(self) -> nx.DiGraph:
+        g = nx.DiGraph()
+        g.add_nodes_from(self.tasks)
+        for t in self.tasks.values():
+            g.add_edges_from((u, t.task_id) for u in t.upstream)
+        return g
+
+    @cached_property
+    def topological_order(self) -> tuple[str, ...]:
+        return tuple(nx.lexicographical_topological_sort(self.graph))
+
+    @cached_property
+    def leaves(self) -> tuple[str, ...]:
+        return tuple(t for t, d in self.downstream.items() if not d)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> DagSpec:
+        tasks = {}
+        for t in data["tasks"]:
+            tasks[t["task_id"]] = TaskSpec(
+                task_id=t["task_id"],
+                kind=t["kind"],
+                command=t["command"],
+                upstream=tuple(t["upstream"]),
+                retries=t["retries"],
+                retry_delay=_td(t["retry_delay"]),
+                retry_exponential=t["retry_exponential"],
+                max_retry_delay=_td(t["max_retry_delay"]),
+                timeout=_td(t["timeout"]),
+                trigger_rule=t["trigger_rule"],
+                queue=t["queue"],
+                pool=t["pool"],
+                pool_slots=t["pool_slots"],
+                description=t["description"],
+                env=t.get("env") or {},
+                lineno=t["lineno"],
+            )
+        return cls(
+            dag_id=data["dag_id"],
+            fileloc=data["fileloc"],
+            description=data["description"],
+            schedule_raw=data["schedule"],
+            timezone=data["timezone"],
+            start_date=datetime.fromisoformat(data["start_date"]) if data["start_date"] else None,
+            end_date=datetime.fromisoformat(data["end_date"]) if data["end_date"] else None,
+            tags=tuple(data["tags"]),
+            params=data["params"],
+            misfire=data["misfire"],
+            misfire_grace=_td(data["misfire_grace"]) or timedelta(0),
+            catchup_window=_td(data["catchup_window"]),
+            max_active_runs=data["max_active_runs"],
+            overlap=data["overlap"],
+            paused_at_creation=data["paused_at_creation"],
+            tasks=tasks,
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> DagSpec:
+        return cls.from_dict(json.loads(text))

@@ -1,0 +1,77 @@
+"""Run and task-instance states, their allowed transitions and named groups.
+
+States are stored as plain strings. Only the store's transition functions change a
+state, and each checks the transition against these tables.
+"""
+
+from enum import StrEnum
+
+
+class RunState(StrEnum):
+    QUEUED = "queued"  # created, waiting for a max_active_runs slot
+    RUNNING = "running"
+    SUCCESS = "success"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+class TaskState(StrEnum):
+    SCHEDULED = "scheduled"  # created, waiting for its upstream tasks
+    QUEUED = "queued"  # released: claimable by a worker
+    RUNNING = "running"  # claimed under a lease
+    UP_FOR_RETRY = "up_for_retry"  # failed a try, claimable again at ready_at
+    SUCCESS = "success"
+    FAILED = "failed"  # tries exhausted: dead-lettered
+    UPSTREAM_FAILED = "upstream_failed"
+    SKIPPED = "skipped"
+    CANCELLED = "cancelled"
+
+
+RUN_FINISHED = frozenset({RunState.SUCCESS, RunState.FAILED, RunState.CANCELLED})
+RUN_ACTIVE = frozenset({RunState.QUEUED, RunState.RUNNING})
+
+TASK_FINISHED = frozenset(
+    {
+        TaskState.SUCCESS,
+        TaskState.FAILED,
+        TaskState.UPSTREAM_FAILED,
+        TaskState.SKIPPED,
+        TaskState.CANCELLED,
+    }
+)
+TASK_CLAIMABLE = frozenset({TaskState.QUEUED, TaskState.UP_FOR_RETRY})
+TASK_UNFINISHED = frozenset(set(TaskState) - TASK_FINISHED)
+
+RUN_TRANSITIONS: dict[RunState, frozenset[RunState]] = {
+    RunState.QUEUED: frozenset({RunState.RUNNING, RunState.CANCELLED}),
+    RunState.RUNNING: frozenset({RunState.SUCCESS, RunState.FAILED, RunState.CANCELLED}),
+    RunState.SUCCESS: frozenset({RunState.RUNNING}),  # cleared
+    RunState.FAILED: frozenset({RunState.RUNNING}),  # cleared
+    RunState.CANCELLED: frozenset({RunState.RUNNING}),  # cleared
+}
+
+TASK_TRANSITIONS: dict[TaskState, frozenset[TaskState]] = {
+    TaskState.SCHEDULED: frozenset(
+        {TaskState.QUEUED, TaskState.UPSTREAM_FAILED, TaskState.SKIPPED, TaskState.CANCELLED}
+    ),
+    TaskState.QUEUED: frozenset({TaskState.RUNNING, TaskState.CANCELLED, TaskState.SCHEDULED}),
+    TaskState.RUNNING: frozenset(
+        {TaskState.SUCCESS, TaskState.FAILED, TaskState.UP_FOR_RETRY, TaskState.CANCELLED}
+    ),
+    TaskState.UP_FOR_RETRY: frozenset({TaskState.RUNNING, TaskState.CANCELLED}),
+    # finished states may only be cleared back to scheduled
+    TaskState.SUCCESS: frozenset({TaskState.SCHEDULED}),
+    TaskState.FAILED: frozenset({TaskState.SCHEDULED}),
+    TaskState.UPSTREAM_FAILED: frozenset({TaskState.SCHEDULED}),
+    TaskState.SKIPPED: frozenset({TaskState.SCHEDULED}),
+    TaskState.CANCELLED: frozenset({TaskState.SCHEDULED}),
+}
+
+
+def sources_of(target: TaskState) -> frozenset[TaskState]:
+    """States from which ``target`` may be reached (used in compare-and-set WHEREs)."""
+    return frozenset(s for s, targets in TASK_TRANSITIONS.items() if target in targets)
+
+
+def run_sources_of(target: RunState) -> frozenset[RunState]:
+    return frozenset(s for s, targets in RUN_TRANSITIONS.items() if target in targets)

@@ -1,0 +1,64 @@
+"""The store's engine and transaction helpers, shared by its transition modules."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from sqlalchemy import Connection, Engine, insert
+
+from orchestrator.store import models as m
+from orchestrator.store.db import make_engine
+
+
+class StoreBase:
+    """Owns the engine. Subclasses add the transitions they own."""
+
+    def __init__(self, url: str, *, engine: Engine | None = None) -> None:
+        self.url = url
+        self.engine = engine or make_engine(url)
+        self.dialect = self.engine.dialect.name
+        self._specs: dict[str, object] = {}
+
+    @property
+    def is_postgres(self) -> bool:
+        return self.dialect == "postgresql"
+
+    @contextmanager
+    def write(self) -> Iterator[Connection]:
+        """A write transaction (``BEGIN IMMEDIATE`` on SQLite), committed on success."""
+        with self.engine.begin() as conn:
+            yield conn
+
+    @contextmanager
+    def read(self) -> Iterator[Connection]:
+        """A read-only transaction that never blocks writers on SQLite."""
+        with self.engine.connect().execution_options(sqlite_read_only=True) as conn, conn.begin():
+            yield conn
+
+    def dispose(self) -> None:
+        self.engine.dispose()
+
+
+def record_event(
+    conn: Connection,
+    at: object,
+    kind: str,
+    message: str,
+    *,
+    dag_id: str | None = None,
+    run_id: str | None = None,
+    task_id: str | None = None,
+    try_number: int | None = None,
+) -> None:
+    conn.execute(
+        insert(m.events).values(
+            at=at,
+            kind=kind,
+            message=message,
+            dag_id=dag_id,
+            run_id=run_id,
+            task_id=task_id,
+            try_number=try_number,
+        )
+    )

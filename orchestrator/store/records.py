@@ -1,0 +1,197 @@
+"""Frozen records built from rows: what crosses the store's boundary."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from typing import Any
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, tuple):
+        return list(value)
+    return value
+
+
+class Record:
+    def to_dict(self) -> dict[str, Any]:
+        return {k: _jsonable(v) for k, v in asdict(self).items()}  # type: ignore[call-overload]
+
+
+@dataclass(frozen=True)
+class DagRecord(Record):
+    dag_id: str
+    fileloc: str
+    is_paused: bool
+    is_active: bool
+    version_hash: str
+    schedule: str
+    description: str | None
+    timezone: str
+    tags: tuple[str, ...]
+    next_logical_date: datetime | None
+    last_parsed_at: datetime
+
+    @classmethod
+    def from_row(cls, row: Any) -> DagRecord:
+        return cls(
+            dag_id=row.dag_id,
+            fileloc=row.fileloc,
+            is_paused=bool(row.is_paused),
+            is_active=bool(row.is_active),
+            version_hash=row.version_hash,
+            schedule=row.schedule_desc,
+            description=row.description,
+            timezone=row.timezone,
+            tags=tuple(json.loads(row.tags or "[]")),
+            next_logical_date=row.next_logical_date,
+            last_parsed_at=row.last_parsed_at,
+        )
+
+
+@dataclass(frozen=True)
+class ImportErrorRecord(Record):
+    fileloc: str
+    message: str
+    traceback: str | None
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class RunRecord(Record):
+    id: int
+    run_id: str
+    dag_id: str
+    run_type: str
+    logical_date: datetime
+    data_interval_start: datetime
+    data_interval_end: datetime
+    state: str
+    conf: dict[str, Any]
+    version_hash: str
+    created_at: datetime
+    start_date: datetime | None
+    end_date: datetime | None
+
+    @classmethod
+    def from_row(cls, row: Any) -> RunRecord:
+        return cls(
+            id=row.id,
+            run_id=row.run_id,
+            dag_id=row.dag_id,
+            run_type=row.run_type,
+            logical_date=row.logical_date,
+            data_interval_start=row.data_interval_start,
+            data_interval_end=row.data_interval_end,
+            state=row.state,
+            conf=json.loads(row.conf or "{}"),
+            version_hash=row.version_hash,
+            created_at=row.created_at,
+            start_date=row.start_date,
+            end_date=row.end_date,
+        )
+
+
+@dataclass(frozen=True)
+class TaskInstanceRecord(Record):
+    id: int
+    dag_id: str
+    run_id: str
+    task_id: str
+    state: str
+    try_number: int
+    max_tries: int
+    queue: str
+    owner: str | None
+    lease_expires_at: datetime | None
+    ready_at: datetime | None
+    start_date: datetime | None
+    end_date: datetime | None
+    error: str | None
+
+    @classmethod
+    def from_row(cls, row: Any) -> TaskInstanceRecord:
+        return cls(
+            id=row.id,
+            dag_id=row.dag_id,
+            run_id=row.run_id,
+            task_id=row.task_id,
+            state=row.state,
+            try_number=row.try_number,
+            max_tries=row.max_tries,
+            queue=row.queue,
+            owner=row.owner,
+            lease_expires_at=row.lease_expires_at,
+            ready_at=row.ready_at,
+            start_date=row.start_date,
+            end_date=row.end_date,
+            error=row.error,
+        )
+
+
+@dataclass(frozen=True)
+class TryRecord(Record):
+    ti_id: int
+    dag_id: str
+    run_id: str
+    task_id: str
+    try_number: int
+    worker: str
+    state: str
+    start_date: datetime
+    end_date: datetime | None
+    exit_status: int | None
+    error: str | None
+    log_path: str | None
+
+    @classmethod
+    def from_row(cls, row: Any) -> TryRecord:
+        return cls(
+            ti_id=row.ti_id,
+            dag_id=row.dag_id,
+            run_id=row.run_id,
+            task_id=row.task_id,
+            try_number=row.try_number,
+            worker=row.worker,
+            state=row.state,
+            start_date=row.start_date,
+            end_date=row.end_date,
+            exit_status=row.exit_status,
+            error=row.error,
+            log_path=row.log_path,
+        )
+
+
+@dataclass(frozen=True)
+class EventRecord(Record):
+    id: int
+    at: datetime
+    kind: str
+    dag_id: str | None
+    run_id: str | None
+    task_id: str | None
+    try_number: int | None
+    message: str
+
+
+@dataclass(frozen=True)
+class Claim(Record):
+    """A task instance attempt a worker now holds under a lease."""
+
+    ti_id: int
+    dag_id: str
+    run_id: str
+    task_id: str
+    try_number: int
+    max_tries: int
+    owner: str
+    lease_expires_at: datetime
+    logical_date: datetime
+    data_interval_start: datetime
+    data_interval_end: datetime
+    conf: dict[str, Any]
+    version_hash: str
+    log_path: str

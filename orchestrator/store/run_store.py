@@ -1,0 +1,281 @@
+"""DAG runs: creation (exactly once per fire time), start, finish and listing."""
+
+from __future__ import annotations
+
+import json
+import logging
+from datetime import datetime
+
+from sqlalchemy import Connection, and_, func, insert, select, update
+from sqlalchemy.exc import IntegrityError
+
+from orchestrator.errors import NotFoundError, StateError
+from orchestrator.spec import DagSpec
+from orchestrator.states import RUN_FINISHED, TASK_FINISHED, RunState, TaskState
+from orchestrator.store import models as m
+from orchestrator.store.base import StoreBase, record_event
+from orchestrator.store.records import RunRecord
+
+log = logging.getLogger(__name__)
+
+
+def make_run_id(dag_id: str, run_type: str, logical_date: datetime) -> str:
+    stamp = logical_date.strftime("%Y%m%dT%H%M%S")
+    if logical_date.microsecond:
+        stamp += f".{logical_date.microsecond:06d}"
+    return f"{dag_id}__{run_type}__{stamp}Z"
+
+
+def insert_run(
+    conn: Connection,
+    spec: DagSpec,
+    version_hash: str,
+    *,
+    run_type: str,
+    logical_date: datetime,
+    interval: tuple[datetime, datetime],
+    conf: dict,
+    now: datetime,
+) -> int | None:
+    """Insert a run and its task instances; None if the run already exists."""
+    run_id = make_run_id(spec.dag_id, run_type, logical_date)
+    try:
+        with conn.begin_nested():
+            run_pk = conn.execute(
+                insert(m.dag_runs)
+                .values(
+                    run_id=run_id,
+                    dag_id=spec.dag_id,
+                    version_hash=version_hash,
+                    run_type=run_type,
+                    logical_date=logical_date,
+                    data_interval_start=interval[0],
+                    data_interval_end=interval[1],
+                    state=RunState.QUEUED,
+                    conf=json.dumps(conf),
+                    created_at=now,
+                )
+                .returning(m.dag_runs.c.id)
+            ).scalar_one()
+    except IntegrityError:
+        log.info("run of dag_id=%s at %s exists already", spec.dag_id, logical_date.isoformat())
+        return None
+    conn.execute(
+        insert(m.task_instances),
+        [
+            {
+                "run_pk": run_pk,
+                "dag_id": spec.dag_id,
+                "run_id": run_id,
+                "task_id": t.task_id,
+                "state": TaskState.SCHEDULED,
+                "try_number": 0,
+                "max_tries": t.max_tries,
+                "queue": t.queue,
+            }
+            for t in spec.tasks.values()
+        ],
+    )
+    record_event(
+        conn,
+        now,
+        "run_created",
+        f"{run_type} run for {logical_date.isoformat()} created",
+        dag_id=spec.dag_id,
+        run_id=run_id,
+    )
+    return run_pk
+
+
+class RunStore(StoreBase):
+    def create_scheduled_runs(
+        self,
+        dag_id: str,
+        version_hash: str,
+        *,
+        cursor: datetime | None,
+        new_cursor: datetime | None,
+        fire_times: list[tuple[datetime, tuple[datetime, datetime]]],
+        decisions: list[tuple[str, str]],
+        now: datetime,
+    ) -> int:
+        """Create runs for ``fire_times`` and move the DAG's schedule cursor, atomically.
+
+        The cursor move is a compare-and-set: if another scheduler moved it first, this
+        creates nothing and returns 0. ``decisions`` are (kind, message) events (skipped,
+        coalesced fire times) recorded in the same transaction.
+        """
+        spec = self.spec(dag_id, version_hash)  # type: ignore[attr-defined]
+        d = m.dags
+        cond = (
+            d.c.next_logical_date.is_(None) if cursor is None else d.c.next_logical_date == cursor
+        )
+        created = 0
+        with self.write() as conn:
+            moved = conn.execute(
+                update(d).where(d.c.dag_id == dag_id, cond).values(next_logical_date=new_cursor)
+            ).rowcount
+            if not moved:
+                return 0
+            for kind, message in decisions:
+                record_event(conn, now, kind, message, dag_id=dag_id)
+            for logical_date, interval in fire_times:
+                pk = insert_run(
+                    conn,
+                    spec,
+                    version_hash,
+                    run_type="scheduled",
+                    logical_date=logical_date,
+                    interval=interval,
+                    conf={},
+                    now=now,
+                )
+                created += pk is not None
+        return created
+
+    def trigger_run(
+        self,
+        dag_id: str,
+        now: datetime,
+        *,
+        conf: dict | None = None,
+        logical_date: datetime | None = None,
+        run_type: str = "manual",
+    ) -> RunRecord:
+        """Create a run outside the schedule (``dags trigger``)."""
+        dag = self.get_dag(dag_id)  # type: ignore[attr-defined]
+        spec = self.spec(dag_id, dag.version_hash)  # type: ignore[attr-defined]
+        when = logical_date or now
+        params = dict(spec.params)
+        params.update(conf or {})
+        with self.write() as conn:
+            pk = insert_run(
+                conn,
+                spec,
+                dag.version_hash,
+                run_type=run_type,
+                logical_date=when,
+                interval=(when, when),
+                conf=conf or {},
+                now=now,
+            )
+        if pk is None:
+            raise StateError(f"DAG {dag_id!r} already has a run at {when.isoformat()}")
+        return self.get_run(make_run_id(dag_id, run_type, when))
+
+    def start_queued_runs(self, now: datetime) -> list[str]:
+        """Start queued runs of unpaused DAGs, oldest first, within max_active_runs."""
+        r = m.dag_runs
+        started: list[str] = []
+        with self.read() as conn:
+            rows = conn.execute(
+                select(r.c.id, r.c.run_id, r.c.dag_id, r.c.state, m.dags.c.version_hash)
+                .join(m.dags, m.dags.c.dag_id == r.c.dag_id)
+                .where(
+                    r.c.state.in_([RunState.QUEUED, RunState.RUNNING]),
+                    m.dags.c.is_paused.is_(False),
+                )
+                .order_by(r.c.dag_id, r.c.logical_date)
+            ).all()
+        by_dag: dict[str, list] = {}
+        for row in rows:
+            by_dag.setdefault(row.dag_id, []).append(row)
+        for dag_id, runs in by_dag.items():
+            spec = self.spec(dag_id, runs[0].version_hash)  # type: ignore[attr-defined]
+            slots = spec.max_active_runs - sum(x.state == RunState.RUNNING for x in runs)
+            queued = [x for x in runs if x.state == RunState.QUEUED][: max(slots, 0)]
+            if not queued:
+                continue
+            with self.write() as conn:
+                for x in queued:
+                    done = conn.execute(
+                        update(r)
+                        .where(r.c.id == x.id, r.c.state == RunState.QUEUED)
+                        .values(state=RunState.RUNNING, start_date=now)
+                    ).rowcount
+                    if done:
+                        started.append(x.run_id)
+        return started
+
+    def finish_runs(self, now: datetime, run_pks: list[int] | None = None) -> list[tuple[str, str]]:
+        """Finish running runs whose task instances are all finished.
+
+        A run fails if any of its leaf tasks failed or was upstream_failed, else it
+        succeeds. Returns (run_id, state) pairs.
+        """
+        r, ti = m.dag_runs, m.task_instances
+        unfinished = (
+            select(ti.c.id)
+            .where(ti.c.run_pk == r.c.id, ti.c.state.not_in(list(TASK_FINISHED)))
+            .exists()
+        )
+        q = select(r.c.id, r.c.run_id, r.c.dag_id, r.c.version_hash).where(
+            r.c.state == RunState.RUNNING, ~unfinished
+        )
+        if run_pks is not None:
+            q = q.where(r.c.id.in_(run_pks))
+        out = []
+        with self.read() as conn:
+            candidates = conn.execute(q).all()
+        for c in candidates:
+            spec = self.spec(c.dag_id, c.version_hash)  # type: ignore[attr-defined]
+            with self.write() as conn:
+                states = dict(
+                    conn.execute(select(ti.c.task_id, ti.c.state).where(ti.c.run_pk == c.id)).all()
+                )
+                if any(s not in TASK_FINISHED for s in states.values()):
+                    continue
+                bad = {TaskState.FAILED, TaskState.UPSTREAM_FAILED, TaskState.CANCELLED}
+                failed = any(states.get(leaf) in bad for leaf in spec.leaves)
+                state = RunState.FAILED if failed else RunState.SUCCESS
+                done = conn.execute(
+                    update(r)
+                    .where(r.c.id == c.id, r.c.state == RunState.RUNNING)
+                    .values(state=state, end_date=now)
+                ).rowcount
+                if done:
+                    record_event(
+                        conn, now, f"run_{state}", f"run {state}", dag_id=c.dag_id, run_id=c.run_id
+                    )
+                    out.append((c.run_id, str(state)))
+        return out
+
+    # -- reads ---------------------------------------------------------------------------
+    def get_run(self, run_id: str) -> RunRecord:
+        with self.read() as conn:
+            row = conn.execute(select(m.dag_runs).where(m.dag_runs.c.run_id == run_id)).first()
+        if row is None:
+            raise NotFoundError(f"no run with run_id {run_id!r}")
+        return RunRecord.from_row(row)
+
+    def list_runs(
+        self, dag_id: str | None = None, state: str | None = None, limit: int = 50
+    ) -> list[RunRecord]:
+        r = m.dag_runs
+        q = select(r).order_by(r.c.logical_date.desc(), r.c.id.desc()).limit(limit)
+        if dag_id is not None:
+            q = q.where(r.c.dag_id == dag_id)
+        if state is not None:
+            q = q.where(r.c.state == state)
+        with self.read() as conn:
+            return [RunRecord.from_row(row) for row in conn.execute(q)]
+
+    def count_runs(self, dag_id: str | None = None) -> dict[str, int]:
+        r = m.dag_runs
+        q = select(r.c.state, func.count()).group_by(r.c.state)
+        if dag_id:
+            q = q.where(r.c.dag_id == dag_id)
+        with self.read() as conn:
+            return dict(conn.execute(q).all())
+
+    def latest_run_date(self, dag_id: str) -> datetime | None:
+        r = m.dag_runs
+        with self.read() as conn:
+            return conn.execute(
+                select(func.max(r.c.logical_date)).where(
+                    and_(r.c.dag_id == dag_id, r.c.run_type == "scheduled")
+                )
+            ).scalar()
+
+    def run_is_finished(self, run_id: str) -> bool:
+        return self.get_run(run_id).state in RUN_FINISHED

@@ -1,0 +1,541 @@
+"""Task instances: release, claim, heartbeat, finish (fenced), reap, clear.
+
+Every write after a claim is fenced on (id, try_number, owner, state='running'):
+a worker that lost its lease changes nothing, and that is logged loudly.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterable
+from datetime import datetime, timedelta
+
+import networkx as nx
+from sqlalchemy import and_, insert, select, update
+
+from orchestrator.errors import NotFoundError
+from orchestrator.states import TASK_CLAIMABLE, TASK_FINISHED, RunState, TaskState
+from orchestrator.store import models as m
+from orchestrator.store.base import StoreBase, record_event
+from orchestrator.store.records import Claim, TaskInstanceRecord, TryRecord
+from orchestrator.trigger_rules import Decision, decide
+
+log = logging.getLogger(__name__)
+ti = m.task_instances
+tries = m.task_tries
+
+
+def log_path_for(dag_id: str, run_id: str, task_id: str, try_number: int) -> str:
+    """Where a try's log lives, relative to the log folder."""
+    return f"{dag_id}/{run_id}/{task_id}/{try_number}.log"
+
+
+def idempotency_key(dag_id: str, run_id: str, task_id: str) -> str:
+    return f"{dag_id}/{run_id}/{task_id}"
+
+
+class TaskStore(StoreBase):
+    # -- scheduler side ------------------------------------------------------------------
+    def release_ready(self, now: datetime) -> int:
+        """Queue scheduled tasks whose trigger rule is met; propagate skips and failures.
+
+        Looks only at running runs of unpaused DAGs that still have scheduled tasks.
+        Returns how many task instances changed state.
+        """
+        r = m.dag_runs
+        with self.read() as conn:
+            runs = conn.execute(
+                select(r.c.id, r.c.dag_id, r.c.version_hash)
+                .join(m.dags, m.dags.c.dag_id == r.c.dag_id)
+                .where(
+                    r.c.state == RunState.RUNNING,
+                    m.dags.c.is_paused.is_(False),
+                    select(ti.c.id)
+                    .where(ti.c.run_pk == r.c.id, ti.c.state == TaskState.SCHEDULED)
+                    .exists(),
+                )
+                .order_by(r.c.id)
+            ).all()
+            if not runs:
+                return 0
+            rows = conn.execute(
+                select(ti.c.id, ti.c.run_pk, ti.c.task_id, ti.c.state).where(
+                    ti.c.run_pk.in_([x.id for x in runs])
+                )
+            ).all()
+        by_run: dict[int, dict[str, tuple[int, str]]] = {}
+        for row in rows:
+            by_run.setdefault(row.run_pk, {})[row.task_id] = (row.id, row.state)
+        to_queue: list[int] = []
+        to_final: dict[str, list[int]] = {TaskState.UPSTREAM_FAILED: [], TaskState.SKIPPED: []}
+        for run in runs:
+            spec = self.spec(run.dag_id, run.version_hash)  # type: ignore[attr-defined]
+            states = {k: v[1] for k, v in by_run.get(run.id, {}).items()}
+            for task_id in spec.topological_order:
+                if states.get(task_id) != TaskState.SCHEDULED:
+                    continue
+                t = spec.tasks[task_id]
+                decision = decide(t.trigger_rule, [states[u] for u in t.upstream])
+                ti_id = by_run[run.id][task_id][0]
+                if decision is Decision.RELEASE:
+                    to_queue.append(ti_id)
+                    states[task_id] = TaskState.QUEUED
+                elif decision is Decision.UPSTREAM_FAILED:
+                    to_final[TaskState.UPSTREAM_FAILED].append(ti_id)
+                    states[task_id] = TaskState.UPSTREAM_FAILED
+                elif decision is Decision.SKIP:
+                    to_final[TaskState.SKIPPED].append(ti_id)
+                    states[task_id] = TaskState.SKIPPED
+        changed = 0
+        with self.write() as conn:
+            for chunk in _chunks(sorted(to_queue), 500):
+                changed += conn.execute(
+                    update(ti)
+                    .where(ti.c.id.in_(chunk), ti.c.state == TaskState.SCHEDULED)
+                    .values(state=TaskState.QUEUED, ready_at=now)
+                ).rowcount
+            for state, ids in to_final.items():
+                for chunk in _chunks(sorted(ids), 500):
+                    changed += conn.execute(
+                        update(ti)
+                        .where(ti.c.id.in_(chunk), ti.c.state == TaskState.SCHEDULED)
+                        .values(state=state, end_date=now)
+                    ).rowcount
+        return changed
+
+    def reap_expired(self, now: datetime) -> list[tuple[str, str, int, str]]:
+        """Expired leases count as failed tries: retry or dead-letter each.
+
+        Returns (run_id, task_id, try_number, new_state) for each reaped attempt.
+        """
+        with self.read() as conn:
+            rows = conn.execute(
+                select(ti, m.dag_runs.c.version_hash)
+                .join(m.dag_runs, m.dag_runs.c.id == ti.c.run_pk)
+                .where(ti.c.state == TaskState.RUNNING, ti.c.lease_expires_at < now)
+                .order_by(ti.c.id)
+            ).all()
+        out = []
+        for row in rows:
+            error = (
+                f"lease expired at {row.lease_expires_at.isoformat()}: worker {row.owner} "
+                "stopped heartbeating (killed, hung or cut off)"
+            )
+            state = self._fail_attempt(
+                row.id,
+                row.try_number,
+                row.owner,
+                error,
+                None,
+                now,
+                try_state="lease_expired",
+                extra=ti.c.lease_expires_at < now,
+            )
+            if state is not None:
+                out.append((row.run_id, row.task_id, row.try_number, state))
+        return out
+
+    # -- worker side ---------------------------------------------------------------------
+    def claim(
+        self,
+        owner: str,
+        now: datetime,
+        lease: timedelta,
+        *,
+        limit: int,
+        queues: Iterable[str] = ("default",),
+    ) -> list[Claim]:
+        """Atomically take up to ``limit`` claimable task instances under a lease."""
+        if limit <= 0:
+            return []
+        expires = now + lease
+        pick = (
+            select(ti.c.id)
+            .where(
+                ti.c.state.in_(list(TASK_CLAIMABLE)),
+                ti.c.ready_at <= now,
+                ti.c.queue.in_(list(queues)),
+            )
+            .order_by(ti.c.ready_at, ti.c.id)
+            .limit(limit)
+        )
+        if self.is_postgres:
+            pick = pick.with_for_update(skip_locked=True)
+        with self.write() as conn:
+            claimed = conn.execute(
+                update(ti)
+                .where(ti.c.id.in_(pick.scalar_subquery()), ti.c.state.in_(list(TASK_CLAIMABLE)))
+                .values(
+                    state=TaskState.RUNNING,
+                    owner=owner,
+                    try_number=ti.c.try_number + 1,
+                    lease_expires_at=expires,
+                    start_date=now,
+                    end_date=None,
+                )
+                .returning(ti.c.id, ti.c.run_pk, ti.c.try_number, ti.c.max_tries, ti.c.task_id)
+            ).all()
+            if not claimed:
+                return []
+            runs = {
+                row.id: row
+                for row in conn.execute(
+                    select(m.dag_runs).where(m.dag_runs.c.id.in_({c.run_pk for c in claimed}))
+                )
+            }
+            out = []
+            for c in sorted(claimed, key=lambda c: c.id):
+                run = runs[c.run_pk]
+                out.append(
+                    Claim(
+                        ti_id=c.id,
+                        dag_id=run.dag_id,
+                        run_id=run.run_id,
+                        task_id=c.task_id,
+                        try_number=c.try_number,
+                        max_tries=c.max_tries,
+                        owner=owner,
+                        lease_expires_at=expires,
+                        logical_date=run.logical_date,
+                        data_interval_start=run.data_interval_start,
+                        data_interval_end=run.data_interval_end,
+                        conf=json.loads(run.conf or "{}"),
+                        version_hash=run.version_hash,
+                        log_path=log_path_for(run.dag_id, run.run_id, c.task_id, c.try_number),
+                    )
+                )
+            conn.execute(
+                insert(tries),
+                [
+                    {
+                        "ti_id": c.ti_id,
+                        "dag_id": c.dag_id,
+                        "run_id": c.run_id,
+                        "task_id": c.task_id,
+                        "try_number": c.try_number,
+                        "worker": owner,
+                        "state": "running",
+                        "start_date": now,
+                        "log_path": c.log_path,
+                    }
+                    for c in out
+                ],
+            )
+        return out
+
+    def heartbeat(
+        self, owner: str, held: Iterable[tuple[int, int]], now: datetime, lease: timedelta
+    ) -> set[tuple[int, int]]:
+        """Extend every lease ``owner`` still holds, in one statement.
+
+        ``held`` is (ti_id, try_number) pairs. Returns the pairs still held; the
+        caller must stop the others at once.
+        """
+        held = set(held)
+        if not held:
+            return set()
+        with self.write() as conn:
+            rows = conn.execute(
+                update(ti)
+                .where(
+                    ti.c.id.in_(sorted(i for i, _ in held)),
+                    ti.c.owner == owner,
+                    ti.c.state == TaskState.RUNNING,
+                    ti.c.lease_expires_at >= now,
+                )
+                .values(lease_expires_at=now + lease)
+                .returning(ti.c.id, ti.c.try_number)
+            ).all()
+        kept = {(r.id, r.try_number) for r in rows} & held
+        for lost in sorted(held - kept):
+            log.warning("lease lost: ti=%s try=%s owner=%s", lost[0], lost[1], owner)
+        return kept
+
+    def finish_success(self, claim: Claim, result: str | None, now: datetime) -> bool:
+        """Record a successful try. False (and a loud log line) if the lease was lost."""
+        with self.write() as conn:
+            done = conn.execute(
+                update(ti)
+                .where(*_fence(claim))
+                .values(state=TaskState.SUCCESS, end_date=now, result=result, error=None)
+            ).rowcount
+            if not done:
+                _stale(conn, claim, now)
+                return False
+            _close_try(conn, claim.ti_id, claim.try_number, "success", now, 0, None)
+        return True
+
+    def finish_failure(
+        self,
+        claim: Claim,
+        error: str,
+        exit_status: int | None,
+        now: datetime,
+        *,
+        try_state: str = "failed",
+    ) -> str | None:
+        """Record a failed try: up_for_retry with backoff, or failed (dead-lettered).
+
+        Returns the new state, or None if the write was fenced out.
+        """
+        return self._fail_attempt(
+            claim.ti_id, claim.try_number, claim.owner, error, exit_status, now, try_state=try_state
+        )
+
+    def _fail_attempt(
+        self,
+        ti_id: int,
+        try_number: int,
+        owner: str | None,
+        error: str,
+        exit_status: int | None,
+        now: datetime,
+        *,
+        try_state: str,
+        extra: object = None,
+    ) -> str | None:
+        with self.write() as conn:
+            row = conn.execute(
+                select(ti, m.dag_runs.c.version_hash)
+                .join(m.dag_runs, m.dag_runs.c.id == ti.c.run_pk)
+                .where(ti.c.id == ti_id)
+            ).first()
+            if row is None:
+                return None
+            spec = self.spec(row.dag_id, row.version_hash)  # type: ignore[attr-defined]
+            task = spec.tasks.get(row.task_id)
+            retry = try_number < row.max_tries
+            values: dict = {"error": error[-4000:], "end_date": now}
+            if retry and task is not None:
+                delay = task.retry_policy.delay_after(
+                    try_number, idempotency_key(row.dag_id, row.run_id, row.task_id)
+                )
+                values.update(state=TaskState.UP_FOR_RETRY, ready_at=now + delay)
+            else:
+                values.update(state=TaskState.FAILED)
+            conds = [
+                ti.c.id == ti_id,
+                ti.c.try_number == try_number,
+                ti.c.state == TaskState.RUNNING,
+                ti.c.owner == owner if owner is not None else ti.c.owner.is_(None),
+            ]
+            if extra is not None:
+                conds.append(extra)
+            done = conn.execute(update(ti).where(and_(*conds)).values(**values)).rowcount
+            if not done:
+                _stale(conn, row, now, try_number=try_number, owner=owner)
+                return None
+            _close_try(conn, ti_id, try_number, try_state, now, exit_status, error)
+            state = values["state"]
+            if state == TaskState.UP_FOR_RETRY:
+                kind = "task_retry"
+                message = (
+                    f"try {try_number} of {row.max_tries} {try_state}: {error[:500]}; "
+                    f"retry at {values['ready_at'].isoformat()}"
+                )
+            else:
+                kind = "task_dead_lettered"
+                message = (
+                    f"try {try_number} of {row.max_tries} {try_state}, no tries left: {error[:500]}"
+                )
+            record_event(
+                conn,
+                now,
+                kind,
+                message,
+                dag_id=row.dag_id,
+                run_id=row.run_id,
+                task_id=row.task_id,
+                try_number=try_number,
+            )
+            log.warning(
+                "%s dag_id=%s run_id=%s task_id=%s try=%s: %s",
+                kind,
+                row.dag_id,
+                row.run_id,
+                row.task_id,
+                try_number,
+                error[:200],
+            )
+            return str(state)
+
+    def register_worker(
+        self, worker_id: str, hostname: str, pid: int, queues: list[str], now: datetime
+    ) -> None:
+        w = m.workers
+        with self.write() as conn:
+            if conn.execute(select(w.c.worker_id).where(w.c.worker_id == worker_id)).first():
+                conn.execute(
+                    update(w)
+                    .where(w.c.worker_id == worker_id)
+                    .values(heartbeat_at=now, stopped_at=None)
+                )
+            else:
+                conn.execute(
+                    insert(w).values(
+                        worker_id=worker_id,
+                        hostname=hostname,
+                        pid=pid,
+                        queues=",".join(queues),
+                        started_at=now,
+                        heartbeat_at=now,
+                    )
+                )
+
+    def worker_alive(self, worker_id: str, now: datetime, stopped: bool = False) -> None:
+        values: dict = {"heartbeat_at": now}
+        if stopped:
+            values["stopped_at"] = now
+        with self.write() as conn:
+            conn.execute(
+                update(m.workers).where(m.workers.c.worker_id == worker_id).values(**values)
+            )
+
+    # -- users ---------------------------------------------------------------------------
+    def clear_task(
+        self, run_id: str, task_id: str, now: datetime, *, downstream: bool = False
+    ) -> list[str]:
+        """Reset a finished task (and optionally its downstream) so it runs again."""
+        run = self.get_run(run_id)  # type: ignore[attr-defined]
+        spec = self.spec(run.dag_id, run.version_hash)  # type: ignore[attr-defined]
+        if task_id not in spec.tasks:
+            raise NotFoundError(f"run {run_id!r} has no task {task_id!r}")
+        targets = [task_id]
+        if downstream:
+            targets += sorted(nx.descendants(spec.graph, task_id))
+        with self.write() as conn:
+            cleared = []
+            for t in targets:
+                done = conn.execute(
+                    update(ti)
+                    .where(
+                        ti.c.run_pk == run.id,
+                        ti.c.task_id == t,
+                        ti.c.state.in_(list(TASK_FINISHED)),
+                    )
+                    .values(
+                        state=TaskState.SCHEDULED,
+                        owner=None,
+                        lease_expires_at=None,
+                        ready_at=None,
+                        end_date=None,
+                        error=None,
+                        result=None,
+                        max_tries=ti.c.try_number + spec.tasks[t].max_tries,
+                    )
+                ).rowcount
+                if done:
+                    cleared.append(t)
+            if cleared:
+                conn.execute(
+                    update(m.dag_runs)
+                    .where(m.dag_runs.c.id == run.id)
+                    .values(state=RunState.RUNNING, end_date=None)
+                )
+                record_event(
+                    conn,
+                    now,
+                    "task_cleared",
+                    f"cleared {', '.join(cleared)}",
+                    dag_id=run.dag_id,
+                    run_id=run_id,
+                    task_id=task_id,
+                )
+        return cleared
+
+    def task_instances(self, run_id: str) -> list[TaskInstanceRecord]:
+        with self.read() as conn:
+            rows = conn.execute(select(ti).where(ti.c.run_id == run_id).order_by(ti.c.id)).all()
+        return [TaskInstanceRecord.from_row(r) for r in rows]
+
+    def task_instance(self, run_id: str, task_id: str) -> TaskInstanceRecord:
+        with self.read() as conn:
+            row = conn.execute(
+                select(ti).where(ti.c.run_id == run_id, ti.c.task_id == task_id)
+            ).first()
+        if row is None:
+            raise NotFoundError(f"run {run_id!r} has no task {task_id!r}")
+        return TaskInstanceRecord.from_row(row)
+
+    def tries(self, run_id: str, task_id: str) -> list[TryRecord]:
+        with self.read() as conn:
+            rows = conn.execute(
+                select(tries)
+                .where(tries.c.run_id == run_id, tries.c.task_id == task_id)
+                .order_by(tries.c.try_number)
+            ).all()
+        return [TryRecord.from_row(r) for r in rows]
+
+    def results(self, run_id: str, task_ids: Iterable[str]) -> dict[str, str | None]:
+        """The JSON results of finished tasks of a run, by task id."""
+        ids = list(task_ids)
+        if not ids:
+            return {}
+        with self.read() as conn:
+            rows = conn.execute(
+                select(ti.c.task_id, ti.c.result).where(
+                    ti.c.run_id == run_id, ti.c.task_id.in_(ids), ti.c.state == TaskState.SUCCESS
+                )
+            ).all()
+        return dict(rows)
+
+
+def _fence(claim: Claim) -> list:
+    return [
+        ti.c.id == claim.ti_id,
+        ti.c.try_number == claim.try_number,
+        ti.c.owner == claim.owner,
+        ti.c.state == TaskState.RUNNING,
+    ]
+
+
+def _stale(
+    conn, row, now: datetime, *, try_number: int | None = None, owner: str | None = None
+) -> None:
+    try_number = try_number if try_number is not None else row.try_number
+    owner = owner if owner is not None else row.owner
+    log.error(
+        "stale write rejected: dag_id=%s run_id=%s task_id=%s try=%s owner=%s no longer holds the lease",
+        row.dag_id,
+        row.run_id,
+        row.task_id,
+        try_number,
+        owner,
+    )
+    record_event(
+        conn,
+        now,
+        "stale_write_rejected",
+        f"worker {owner} reported try {try_number} after losing its lease; ignored",
+        dag_id=row.dag_id,
+        run_id=row.run_id,
+        task_id=row.task_id,
+        try_number=try_number,
+    )
+
+
+def _close_try(
+    conn,
+    ti_id: int,
+    try_number: int,
+    state: str,
+    now: datetime,
+    exit_status: int | None,
+    error: str | None,
+) -> None:
+    conn.execute(
+        update(tries)
+        .where(tries.c.ti_id == ti_id, tries.c.try_number == try_number, tries.c.state == "running")
+        .values(
+            state=state,
+            end_date=now,
+            exit_status=exit_status,
+            error=error[-4000:] if error else None,
+        )
+    )
+
+
+def _chunks(items: list[int], size: int) -> Iterable[list[int]]:
+    for i in range(0, len(items), size):
+        yield items[i : i + size]

@@ -1,0 +1,325 @@
+"""The worker: claims task instances under leases and runs them in child processes.
+
+Children are long-lived (a DAG file is imported once per child, not once per try)
+and are killed and replaced when a try times out, crashes them, or loses its lease.
+The worker heartbeats all its leases in one statement and records each outcome with
+a write fenced on (id, try, owner, state).
+
+>>> worker = Worker(store, clock, settings, concurrency=4)   # doctest: +SKIP
+>>> worker.run_until_idle()                                  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import os
+import signal
+import socket
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from multiprocessing.connection import Connection, wait
+from typing import Any
+
+from orchestrator.clock import Clock
+from orchestrator.runner import task_child
+from orchestrator.settings import Settings
+from orchestrator.store import Store
+from orchestrator.store.records import Claim
+from orchestrator.store.task_store import idempotency_key
+
+log = logging.getLogger(__name__)
+
+
+def mp_context() -> Any:
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(["orchestrator.runner", "orchestrator.dag", "orchestrator.context"])
+    return ctx
+
+
+@dataclass
+class _Slot:
+    process: Any
+    conn: Connection
+    claim: Claim | None = None
+    deadline: float | None = None  # monotonic
+
+    def kill(self) -> None:
+        pid = self.process.pid
+        if pid:
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+        self.process.join(5)
+        self.conn.close()
+
+
+class Worker:
+    def __init__(
+        self,
+        store: Store,
+        clock: Clock,
+        settings: Settings,
+        *,
+        worker_id: str | None = None,
+        concurrency: int | None = None,
+        queues: tuple[str, ...] = ("default",),
+        wake: threading.Event | None = None,
+        on_finish: threading.Event | None = None,
+    ) -> None:
+        self.store = store
+        self.clock = clock
+        self.settings = settings
+        self.id = worker_id or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+        self.concurrency = concurrency or settings.worker_concurrency
+        self.queues = tuple(queues)
+        self.lease = timedelta(seconds=settings.lease_seconds)
+        self.wake = wake or threading.Event()
+        self.on_finish = on_finish
+        self._ctx = mp_context()
+        self._idle: list[_Slot] = []
+        self._busy: list[_Slot] = []
+        self._last_heartbeat = time.monotonic()
+        self._registered = False
+
+    # -- children --------------------------------------------------------------------------
+    def _spawn(self) -> _Slot:
+        parent, child = self._ctx.Pipe()
+        process = self._ctx.Process(
+            target=task_child, args=(child,), daemon=True, name="task-runner"
+        )
+        process.start()
+        child.close()
+        return _Slot(process, parent)
+
+    def _free_slot(self) -> _Slot:
+        while self._idle:
+            slot = self._idle.pop()
+            if slot.process.is_alive():
+                return slot
+            slot.conn.close()
+        return self._spawn()
+
+    @property
+    def running(self) -> int:
+        return len(self._busy)
+
+    # -- the loop --------------------------------------------------------------------------
+    def tick(self, now: datetime, *, wait_seconds: float = 0.0) -> int:
+        """Collect finished tries, enforce timeouts, heartbeat, claim and dispatch.
+
+        Returns how many tries finished or started in this tick.
+        """
+        if not self._registered:
+            self.store.register_worker(
+                self.id, socket.gethostname(), os.getpid(), list(self.queues), now
+            )
+            self._registered = True
+        activity = self._collect(now, wait_seconds)
+        self._enforce_timeouts(now)
+        if time.monotonic() - self._last_heartbeat >= self.settings.heartbeat_seconds:
+            self.heartbeat(now)
+        free = self.concurrency - len(self._busy)
+        if free > 0:
+            claims = self.store.claim(self.id, now, self.lease, limit=free, queues=self.queues)
+            for claim in claims:
+                self._dispatch(claim, now)
+            activity += len(claims)
+        return activity
+
+    def heartbeat(self, now: datetime) -> None:
+        held = {(s.claim.ti_id, s.claim.try_number) for s in self._busy if s.claim}
+        self._last_heartbeat = time.monotonic()
+        self.store.worker_alive(self.id, now)
+        if not held:
+            return
+        kept = self.store.heartbeat(self.id, held, now, self.lease)
+        for slot in list(self._busy):
+            if slot.claim and (slot.claim.ti_id, slot.claim.try_number) not in kept:
+                log.error(
+                    "lease lost for dag_id=%s run_id=%s task_id=%s try=%s: stopping it",
+                    slot.claim.dag_id,
+                    slot.claim.run_id,
+                    slot.claim.task_id,
+                    slot.claim.try_number,
+                )
+                self._busy.remove(slot)
+                slot.kill()
+
+    def _dispatch(self, claim: Claim, now: datetime) -> None:
+        try:
+            spec = self.store.spec(claim.dag_id, claim.version_hash)
+            task = spec.tasks[claim.task_id]
+            results = self.store.results(claim.run_id, task.upstream)
+        except Exception as exc:  # noqa: BLE001
+            self.store.finish_failure(claim, f"cannot prepare the try: {exc}", None, now)
+            return
+        params = dict(spec.params)
+        params.update(claim.conf)
+        job = {
+            "dag_id": claim.dag_id,
+            "run_id": claim.run_id,
+            "task_id": claim.task_id,
+            "try_number": claim.try_number,
+            "logical_date": claim.logical_date.isoformat(),
+            "data_interval_start": claim.data_interval_start.isoformat(),
+            "data_interval_end": claim.data_interval_end.isoformat(),
+            "params": params,
+            "idempotency_key": idempotency_key(claim.dag_id, claim.run_id, claim.task_id),
+            "upstream": list(task.upstream),
+            "results": results,
+            "kind": task.kind,
+            "command": task.command,
+            "env": task.env,
+            "timezone": spec.timezone,
+            "fileloc": spec.fileloc,
+            "cwd": os.path.dirname(spec.fileloc),
+            "log_file": os.path.join(self.settings.log_dir, claim.log_path),
+            "max_result_bytes": self.settings.max_result_bytes,
+        }
+        slot = self._free_slot()
+        slot.claim = claim
+        timeout = task.timeout.total_seconds() if task.timeout else None
+        slot.deadline = time.monotonic() + timeout if timeout else None
+        try:
+            slot.conn.send(job)
+        except (BrokenPipeError, OSError):
+            slot.kill()
+            slot = self._spawn()
+            slot.claim = claim
+            slot.deadline = time.monotonic() + timeout if timeout else None
+            slot.conn.send(job)
+        self._busy.append(slot)
+        log.info(
+            "started dag_id=%s run_id=%s task_id=%s try=%s",
+            claim.dag_id,
+            claim.run_id,
+            claim.task_id,
+            claim.try_number,
+        )
+
+    def _collect(self, now: datetime, wait_seconds: float) -> int:
+        if not self._busy:
+            return 0
+        ready = wait(
+            [s.conn for s in self._busy] + [s.process.sentinel for s in self._busy], wait_seconds
+        )
+        if not ready:
+            return 0
+        done = 0
+        now = self.clock.now() if wait_seconds else now
+        for slot in list(self._busy):
+            if slot.conn not in ready and slot.process.sentinel not in ready:
+                continue
+            claim = slot.claim
+            assert claim is not None
+            outcome: dict[str, Any] | None = None
+            try:
+                if slot.conn.poll():
+                    outcome = slot.conn.recv()
+            except (EOFError, OSError):
+                outcome = None
+            self._busy.remove(slot)
+            if outcome is None:
+                slot.process.join(1)
+                code = slot.process.exitcode
+                slot.kill()
+                reason = _describe_exit(code)
+                self.store.finish_failure(
+                    claim, f"the task process died: {reason}", code, now, try_state="crashed"
+                )
+            else:
+                slot.claim, slot.deadline = None, None
+                self._idle.append(slot)
+                if outcome["ok"]:
+                    self.store.finish_success(claim, outcome.get("result"), now)
+                else:
+                    self.store.finish_failure(
+                        claim, outcome["error"], outcome.get("exit_status"), now
+                    )
+            done += 1
+        if done and self.on_finish is not None:
+            self.on_finish.set()
+        return done
+
+    def _enforce_timeouts(self, now: datetime) -> None:
+        mono = time.monotonic()
+        for slot in list(self._busy):
+            if slot.deadline is not None and mono > slot.deadline and slot.claim is not None:
+                claim = slot.claim
+                self._busy.remove(slot)
+                slot.kill()
+                spec = self.store.spec(claim.dag_id, claim.version_hash)
+                limit = spec.tasks[claim.task_id].timeout
+                self.store.finish_failure(
+                    claim, f"timed out after {limit} and was killed", None, now, try_state="timeout"
+                )
+                if self.on_finish is not None:
+                    self.on_finish.set()
+
+    def run_until_idle(self, timeout: float = 120.0) -> None:
+        """Burst mode: work until nothing is running or claimable (for tests and tools)."""
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            activity = self.tick(self.clock.now(), wait_seconds=0.05)
+            if not activity and not self._busy:
+                return
+        raise TimeoutError(f"worker still busy after {timeout}s")
+
+    def run_forever(self, stop: threading.Event) -> None:
+        log.info(
+            "worker %s started: queues=%s concurrency=%s",
+            self.id,
+            ",".join(self.queues),
+            self.concurrency,
+        )
+        while not stop.is_set():
+            try:
+                activity = self.tick(self.clock.now(), wait_seconds=0.0)
+                if activity:
+                    continue
+                if self._busy:
+                    self.tick(
+                        self.clock.now(), wait_seconds=min(0.2, self.settings.worker_poll_seconds)
+                    )
+                else:
+                    self.wake.wait(self.settings.worker_poll_seconds)
+                    self.wake.clear()
+            except Exception:
+                log.exception("worker tick failed; retrying")
+                stop.wait(1.0)
+        self.close()
+
+    def close(self) -> None:
+        """Stop all children. Running tries are abandoned; their leases will expire."""
+        for slot in self._idle + self._busy:
+            try:
+                slot.conn.send(None)
+            except (BrokenPipeError, OSError):
+                pass
+            slot.kill()
+        self._idle.clear()
+        self._busy.clear()
+        if self._registered:
+            try:
+                self.store.worker_alive(self.id, self.clock.now(), stopped=True)
+            except Exception:  # noqa: BLE001
+                log.warning("could not mark worker %s stopped", self.id)
+
+
+def _describe_exit(code: int | None) -> str:
+    if code is None:
+        return "no exit status"
+    if code < 0:
+        try:
+            return f"killed by signal {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exited with code {code}"
