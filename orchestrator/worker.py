@@ -11,6 +11,7 @@ a write fenced on (id, try, owner, state).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import multiprocessing
 import os
@@ -53,10 +54,8 @@ class _Slot:
             try:
                 os.killpg(pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
-                try:
+                with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
         self.process.join(5)
         self.conn.close()
 
@@ -300,10 +299,8 @@ class Worker:
     def close(self) -> None:
         """Stop all children. Running tries are abandoned; their leases will expire."""
         for slot in self._idle + self._busy:
-            try:
+            with contextlib.suppress(BrokenPipeError, OSError):
                 slot.conn.send(None)
-            except (BrokenPipeError, OSError):
-                pass
             slot.kill()
         self._idle.clear()
         self._busy.clear()
