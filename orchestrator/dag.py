@@ -85,6 +85,10 @@ def _as_timedelta(name: str, value: Any, where: tuple[str | None, int | None]) -
     return value
 
 
+def _or_default(value: timedelta | None, default: timedelta | None) -> timedelta | None:
+    return default if value is None else value
+
+
 class Task:
     """One node of a DAG: a Python callable or a templated shell command.
 
@@ -125,14 +129,17 @@ class Task:
                 f"task {task_id!r}: retries must be an integer >= 0, got {retries!r}", where
             )
         self.retries = retries
-        self.retry_delay = _as_timedelta("retry_delay", retry_delay, where) or dag.retry_delay
+        # "is None", not "or": an explicit 0 (retry at once) must not fall back to the default
+        self.retry_delay = _or_default(
+            _as_timedelta("retry_delay", retry_delay, where), dag.retry_delay
+        )
         self.retry_exponential = (
             dag.retry_exponential if retry_exponential is None else bool(retry_exponential)
         )
-        self.max_retry_delay = (
-            _as_timedelta("max_retry_delay", max_retry_delay, where) or dag.max_retry_delay
+        self.max_retry_delay = _or_default(
+            _as_timedelta("max_retry_delay", max_retry_delay, where), dag.max_retry_delay
         )
-        self.timeout = _as_timedelta("timeout", timeout, where) or dag.default_timeout
+        self.timeout = _or_default(_as_timedelta("timeout", timeout, where), dag.default_timeout)
         try:
             self.trigger_rule = TriggerRule(trigger_rule).value
         except ValueError:
@@ -282,8 +289,8 @@ class DAG:
             zone = ZoneInfo(self.timezone)
         except (ZoneInfoNotFoundError, ValueError, TypeError):
             raise _fail(f"DAG {dag_id!r}: unknown timezone {self.timezone!r}", where) from None
-        self.start_date = self._aware("start_date", start_date, zone, explicit_tz, where)
-        self.end_date = self._aware("end_date", end_date, zone, explicit_tz, where)
+        self.start_date = self._aware(dag_id, "start_date", start_date, zone, explicit_tz, where)
+        self.end_date = self._aware(dag_id, "end_date", end_date, zone, explicit_tz, where)
         if misfire not in MISFIRE_POLICIES:
             raise _fail(
                 f"DAG {dag_id!r}: misfire must be one of {MISFIRE_POLICIES}, got {misfire!r}", where
@@ -299,7 +306,11 @@ class DAG:
         self.catchup_window = _as_timedelta("catchup_window", catchup_window, where)
         self.max_active_runs = max_active_runs
         self.overlap = overlap
-        if not isinstance(default_retries, int) or default_retries < 0:
+        if (
+            not isinstance(default_retries, int)
+            or isinstance(default_retries, bool)
+            or default_retries < 0
+        ):
             raise _fail(f"DAG {dag_id!r}: default_retries must be an integer >= 0", where)
         self.default_retries = default_retries
         self.retry_delay = _as_timedelta("retry_delay", retry_delay, where)
@@ -320,16 +331,23 @@ class DAG:
 
     @staticmethod
     def _aware(
-        name: str, value: datetime | None, zone: ZoneInfo, explicit_tz: bool, where: Any
+        dag_id: str,
+        name: str,
+        value: datetime | None,
+        zone: ZoneInfo,
+        explicit_tz: bool,
+        where: Any,
     ) -> datetime | None:
         if value is None:
             return None
         if not isinstance(value, datetime):
-            raise _fail(f"{name} must be a datetime, got {value!r}", where)
+            raise _fail(f"DAG {dag_id!r}: {name} must be a datetime, got {value!r}", where)
         if value.tzinfo is None:
             if not explicit_tz:
                 raise _fail(
-                    f"{name} {value.isoformat()} is naive: give it a tzinfo or pass timezone=",
+                    f"DAG {dag_id!r}: {name} {value.isoformat()} is naive (no tzinfo): give it "
+                    f"a tzinfo, e.g. datetime(..., tzinfo=UTC), or pass timezone= to read it "
+                    f"in that zone",
                     where,
                 )
             value = value.replace(tzinfo=zone)
@@ -411,10 +429,12 @@ def _make_task_decorator(
         if not callable(func):
             raise _fail(f"@task needs a function, got {func!r}", where)
         owner = dag or (_active[-1] if _active else None)
-        task_id = options.pop("task_id", None) or func.__name__
+        # options is not mutated: one task(...) decorator may be applied to several functions
+        rest = {k: v for k, v in options.items() if k != "task_id"}
+        task_id = options.get("task_id") or func.__name__
         if owner is None:
             raise _fail(f"task {task_id!r} is defined outside a DAG: use 'with DAG(...):'", where)
-        return Task(owner, task_id, fn=func, where=where, **options)
+        return Task(owner, task_id, fn=func, where=where, **rest)
 
     if fn is not None:
         return decorate(fn)

@@ -52,11 +52,15 @@ class DagProcessor:
         self.settings = settings
         self.parallelism = parallelism or max(2, os.cpu_count() or 2)
         self._seen: dict[str, tuple[int, int]] = {}
+        # file -> (dag_id, other file) for files refused because another file owns a dag_id
+        self._clashes: dict[str, tuple[str, str]] = {}
         self._ctx = mp_context()
 
     def scan(self, now: datetime, *, force: bool = False) -> ScanResult:
         folder = self.settings.dags_folder
         files = dag_files(folder) if os.path.isdir(folder) else []
+        owners = self.store.dags_by_file()
+        owner_of = {dag_id: f for f, ids in owners.items() for dag_id in ids}
         changed = []
         for path in files:
             try:
@@ -64,12 +68,16 @@ class DagProcessor:
             except FileNotFoundError:
                 continue
             sig = (st.st_mtime_ns, st.st_size)
-            if force or self._seen.get(path) != sig:
+            if force or self._seen.get(path) != sig or self._clash_resolved(path, owner_of):
                 changed.append(path)
                 self._seen[path] = sig
         results = self._parse_all(changed)
-        owners = self.store.dags_by_file()
-        owner_of = {dag_id: f for f, ids in owners.items() for dag_id in ids}
+        for path in changed:  # a dag_id a changed file dropped is free for another file
+            if "dags" in results[path]:
+                kept = {d["dag_id"] for d in results[path]["dags"]}
+                for dag_id in owners.get(path, []):
+                    if dag_id not in kept and owner_of.get(dag_id) == path:
+                        del owner_of[dag_id]
         n_dags = n_errors = 0
         for path in changed:
             payload = results[path]
@@ -95,7 +103,9 @@ class DagProcessor:
                 )
                 self.store.record_import_error(path, message, None, now)
                 log.warning("import error: %s", message)
+                self._clashes[path] = (dag_id, other)
                 continue
+            self._clashes.pop(path, None)
             self.store.clear_import_errors([path])
             new_ids = set()
             for data in payload["dags"]:
@@ -109,12 +119,25 @@ class DagProcessor:
         removed_files = [f for f in owners if f not in present]
         removed = 0
         for f in removed_files:
-            self.store.deactivate_dags(owners[f], now, f"file {display_path(f)} was deleted")
-            removed += len(owners[f])
+            # a DAG another file took over in this scan is not the deleted file's any more
+            still_owned = [d for d in owners[f] if owner_of.get(d) == f]
+            self.store.deactivate_dags(still_owned, now, f"file {display_path(f)} was deleted")
+            removed += len(still_owned)
             self._seen.pop(f, None)
+        for f in [f for f in self._clashes if f not in present]:
+            del self._clashes[f]
         stale_errors = [e.fileloc for e in self.store.import_errors() if e.fileloc not in present]
         self.store.clear_import_errors(stale_errors)
         return ScanResult(parsed=len(changed), dags=n_dags, errors=n_errors, removed=removed)
+
+    def _clash_resolved(self, path: str, owner_of: dict[str, str]) -> bool:
+        """Whether a file refused for a dag_id clash should be parsed again: the other
+        file no longer exists or no longer defines that dag_id."""
+        clash = self._clashes.get(path)
+        if clash is None:
+            return False
+        dag_id, other = clash
+        return owner_of.get(dag_id) != other or not os.path.exists(other)
 
     def _parse_all(self, paths: list[str]) -> dict[str, dict[str, Any]]:
         results: dict[str, dict[str, Any]] = {}

@@ -3,8 +3,9 @@
 Pure code. The delay for the try after failed try ``n`` (1-based) is
 ``retry_delay * 2**(n-1)`` when exponential, capped at ``max_retry_delay``, then
 "equal jitter" keeps it between half and all of that, so retries of many tasks that
-failed together spread out while each task's delays still never shrink. The jitter is
-seeded by the idempotency key and try, so it is reproducible.
+failed together spread out. The jitter fraction is drawn once per idempotency key (not
+per try), so it is reproducible and each task's delays never shrink from one try to the
+next, even once they reach the cap.
 
 >>> from datetime import timedelta
 >>> p = RetryPolicy(retries=3, retry_delay=timedelta(seconds=10), jitter=False)
@@ -32,9 +33,12 @@ class RetryPolicy:
     def delay_after(self, failed_try: int, key: str) -> timedelta:
         base = self.retry_delay.total_seconds()
         if self.exponential:
-            base *= 2 ** max(failed_try - 1, 0)
+            # a float power saturates at inf (then the cap) instead of overflowing
+            base *= 2.0 ** min(max(failed_try - 1, 0), 1023)
         base = min(base, self.max_retry_delay.total_seconds())
         if self.jitter and base > 0:
-            rng = random.Random(f"{key}:{failed_try}")
-            base = base / 2 + rng.uniform(0, base / 2)
+            # One fraction per key: delay = base * (1 + u) / 2 grows with base, so a
+            # task's delays never decrease, while different tasks still spread out.
+            u = random.Random(f"retry-jitter:{key}").random()
+            base = base * (1 + u) / 2
         return timedelta(seconds=base)

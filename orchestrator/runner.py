@@ -22,7 +22,7 @@ from datetime import datetime
 from multiprocessing.connection import Connection
 from typing import Any
 
-from orchestrator.loader import DagImportError, load_file
+from orchestrator.loader import DagImportError, display_path, load_file
 
 _PR_SET_PDEATHSIG = 1
 
@@ -54,7 +54,7 @@ def parse_child(path: str, conn: Connection) -> None:
         payload = {"error": exc.message, "traceback": exc.tb}
     except BaseException as exc:  # noqa: BLE001
         payload = {
-            "error": f"{path}: {type(exc).__name__}: {exc}",
+            "error": f"{display_path(path)}: {type(exc).__name__}: {exc}",
             "traceback": traceback.format_exc(),
         }
     conn.send(payload)
@@ -73,7 +73,14 @@ def task_child(conn: Connection) -> None:
             return
         if job is None:
             return
-        outcome = run_try(job, cache)
+        try:
+            outcome = run_try(job, cache)
+        except Exception as exc:  # noqa: BLE001 - e.g. the log file cannot be opened
+            outcome = {
+                "ok": False,
+                "error": f"cannot run the try: {type(exc).__name__}: {exc}",
+                "exit_status": None,
+            }
         try:
             conn.send(outcome)
         except (BrokenPipeError, OSError):

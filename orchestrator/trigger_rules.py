@@ -3,9 +3,9 @@
 Pure code. :func:`decide` looks at the states of a task's direct upstream tasks and
 answers one of ``WAIT``, ``RELEASE``, ``UPSTREAM_FAILED`` or ``SKIP``.
 
->>> decide("all_success", ["success", "success"])
+>>> decide("all_success", ["success", "success"]).value
 'release'
->>> decide("all_success", ["success", "failed"])
+>>> decide("all_success", ["success", "failed"]).value
 'upstream_failed'
 """
 

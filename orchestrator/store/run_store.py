@@ -164,30 +164,44 @@ class RunStore(StoreBase):
         return self.get_run(make_run_id(dag_id, run_type, when))
 
     def start_queued_runs(self, now: datetime) -> list[str]:
-        """Start queued runs of unpaused DAGs, oldest first, within max_active_runs."""
+        """Start queued runs of unpaused DAGs, oldest first, within max_active_runs.
+
+        Each DAG's slots are counted and taken in one write transaction that first
+        locks the DAG's row (``FOR UPDATE`` on PostgreSQL; SQLite's writer lock does
+        it there), so two schedulers overlapping never start more than max_active_runs.
+        """
         r = m.dag_runs
         started: list[str] = []
         with self.read() as conn:
-            rows = conn.execute(
-                select(r.c.id, r.c.run_id, r.c.dag_id, r.c.state, m.dags.c.version_hash)
-                .join(m.dags, m.dags.c.dag_id == r.c.dag_id)
-                .where(
-                    r.c.state.in_([RunState.QUEUED, RunState.RUNNING]),
-                    m.dags.c.is_paused.is_(False),
+            dag_ids = (
+                conn.execute(
+                    select(r.c.dag_id)
+                    .join(m.dags, m.dags.c.dag_id == r.c.dag_id)
+                    .where(r.c.state == RunState.QUEUED, m.dags.c.is_paused.is_(False))
+                    .distinct()
+                    .order_by(r.c.dag_id)
                 )
-                .order_by(r.c.dag_id, r.c.logical_date)
-            ).all()
-        by_dag: dict[str, list] = {}
-        for row in rows:
-            by_dag.setdefault(row.dag_id, []).append(row)
-        for dag_id, runs in by_dag.items():
-            spec = self.spec(dag_id, runs[0].version_hash)  # type: ignore[attr-defined]
-            slots = spec.max_active_runs - sum(x.state == RunState.RUNNING for x in runs)
-            queued = [x for x in runs if x.state == RunState.QUEUED][: max(slots, 0)]
-            if not queued:
-                continue
+                .scalars()
+                .all()
+            )
+        for dag_id in dag_ids:
             with self.write() as conn:
-                for x in queued:
+                lock = select(m.dags.c.version_hash, m.dags.c.is_paused).where(
+                    m.dags.c.dag_id == dag_id
+                )
+                if self.is_postgres:
+                    lock = lock.with_for_update()
+                dag = conn.execute(lock).first()
+                if dag is None or dag.is_paused:
+                    continue
+                spec = self.spec(dag_id, dag.version_hash)  # type: ignore[attr-defined]
+                runs = conn.execute(
+                    select(r.c.id, r.c.run_id, r.c.state)
+                    .where(r.c.dag_id == dag_id, r.c.state.in_([RunState.QUEUED, RunState.RUNNING]))
+                    .order_by(r.c.logical_date, r.c.id)
+                ).all()
+                slots = spec.max_active_runs - sum(x.state == RunState.RUNNING for x in runs)
+                for x in [x for x in runs if x.state == RunState.QUEUED][: max(slots, 0)]:
                     done = conn.execute(
                         update(r)
                         .where(r.c.id == x.id, r.c.state == RunState.QUEUED)

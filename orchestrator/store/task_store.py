@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 
 import networkx as nx
-from sqlalchemy import and_, insert, select, update
+from sqlalchemy import and_, insert, select, tuple_, update
 
 from orchestrator.errors import NotFoundError
 from orchestrator.states import TASK_CLAIMABLE, TASK_FINISHED, RunState, TaskState
@@ -131,6 +131,7 @@ class TaskStore(StoreBase):
                 now,
                 try_state="lease_expired",
                 extra=ti.c.lease_expires_at < now,
+                reaping=True,
             )
             if state is not None:
                 out.append((row.run_id, row.task_id, row.try_number, state))
@@ -239,7 +240,7 @@ class TaskStore(StoreBase):
             rows = conn.execute(
                 update(ti)
                 .where(
-                    ti.c.id.in_(sorted(i for i, _ in held)),
+                    tuple_(ti.c.id, ti.c.try_number).in_(sorted(held)),
                     ti.c.owner == owner,
                     ti.c.state == TaskState.RUNNING,
                     ti.c.lease_expires_at >= now,
@@ -294,7 +295,15 @@ class TaskStore(StoreBase):
         *,
         try_state: str,
         extra: object = None,
+        reaping: bool = False,
     ) -> str | None:
+        """Close a running attempt as failed: retry it with backoff or dead-letter it.
+
+        A compare-and-set on (id, try, owner, state='running'); None if it changed
+        nothing. A reaper that loses the race (the worker heartbeated or finished in
+        time, or another scheduler reaped first) is normal and stays quiet; a worker
+        reporting after losing its lease is a stale write and is recorded loudly.
+        """
         with self.write() as conn:
             row = conn.execute(
                 select(ti, m.dag_runs.c.version_hash)
@@ -324,7 +333,8 @@ class TaskStore(StoreBase):
                 conds.append(extra)
             done = conn.execute(update(ti).where(and_(*conds)).values(**values)).rowcount
             if not done:
-                _stale(conn, row, now, try_number=try_number, owner=owner)
+                if not reaping:
+                    _stale(conn, row, now, try_number=try_number, owner=owner)
                 return None
             _close_try(conn, ti_id, try_number, try_state, now, exit_status, error)
             state = values["state"]

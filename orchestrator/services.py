@@ -1,0 +1,123 @@
+"""Long-running services and how ``standalone`` wires them together in one process.
+
+``standalone`` runs the DAG processor, the scheduler, a worker and the web UI as
+threads of one process (the worker's tasks run in its child processes). In-process
+events wake the scheduler when a task finishes and the worker when tasks are
+released, so nobody waits for a polling interval.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from orchestrator.clock import Clock, SystemClock
+from orchestrator.processor import DagProcessor
+from orchestrator.scheduler import Scheduler
+from orchestrator.settings import Settings
+from orchestrator.store import Store
+from orchestrator.store.db import upgrade
+from orchestrator.worker import Worker
+
+log = logging.getLogger(__name__)
+
+
+def install_stop_handlers(stop: threading.Event) -> None:
+    """SIGINT and SIGTERM set ``stop``: loops finish their tick and exit."""
+
+    def handler(signum: int, _frame: Any) -> None:
+        log.info("received %s: stopping", signal.Signals(signum).name)
+        stop.set()
+
+    signal.signal(signal.SIGINT, handler)
+    signal.signal(signal.SIGTERM, handler)
+
+
+def run_processor(
+    processor: DagProcessor,
+    clock: Clock,
+    settings: Settings,
+    stop: threading.Event,
+    on_change: threading.Event | None = None,
+) -> None:
+    """Scan the dags folder every ``parse_interval`` seconds until ``stop``."""
+    while not stop.is_set():
+        try:
+            result = processor.scan(clock.now())
+            if result.parsed:
+                log.info(
+                    "parsed %d file(s): %d DAG(s), %d import error(s), %d removed",
+                    result.parsed,
+                    result.dags,
+                    result.errors,
+                    result.removed,
+                )
+                if on_change is not None:
+                    on_change.set()
+        except Exception:
+            log.exception("scanning the dags folder failed; retrying")
+        stop.wait(settings.parse_interval)
+
+
+def _thread(name: str, target: Callable[..., None], *args: Any) -> threading.Thread:
+    t = threading.Thread(target=target, args=args, name=name, daemon=True)
+    t.start()
+    return t
+
+
+def standalone(
+    settings: Settings, *, clock: Clock | None = None, stop: threading.Event | None = None
+) -> None:
+    """Scheduler, worker, DAG processor and web UI in one command, on SQLite by default."""
+    from webui import create_app
+    from webui.server import serve
+
+    clock = clock or SystemClock()
+    stop = stop or threading.Event()
+    upgrade(settings.database_url)
+    store = Store(settings.database_url)
+    processor = DagProcessor(store, settings)
+    sched_wake, worker_wake = threading.Event(), threading.Event()
+    scheduler = Scheduler(store, clock, settings, wake=sched_wake, on_release=worker_wake)
+    worker = Worker(store, clock, settings, wake=worker_wake, on_finish=sched_wake)
+    first = processor.scan(clock.now())
+    log.info(
+        "parsed %d file(s): %d DAG(s), %d import error(s)", first.parsed, first.dags, first.errors
+    )
+    threads = [
+        _thread("processor", run_processor, processor, clock, settings, stop, sched_wake),
+        _thread("scheduler", scheduler.run_forever, stop),
+        _thread("worker", worker.run_forever, stop),
+    ]
+    app = create_app(settings, store)
+    url = f"http://{settings.web_host}:{settings.web_port}"
+    print(
+        f"orchestrator standalone: web UI at {url}\n"
+        f"  database    {_safe_url(settings.database_url)}\n"
+        f"  dags folder {settings.dags_folder}\n"
+        f"  logs        {settings.log_dir}\n"
+        "Press Ctrl-C to stop.",
+        flush=True,
+    )
+    try:
+        serve(app, settings.web_host, settings.web_port, stop)
+    finally:
+        stop.set()
+        sched_wake.set()
+        worker_wake.set()
+        for t in threads:
+            t.join(15)
+        store.dispose()
+
+
+def _safe_url(url: str) -> str:
+    """The database URL without its password, for logs and banners."""
+    from sqlalchemy.engine import make_url
+
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:  # noqa: BLE001
+        return "<unparsable URL>"

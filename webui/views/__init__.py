@@ -1,0 +1,1 @@
+"""Blueprints: ``pages`` (HTML), ``api`` (JSON under /api/v1), ``health``."""
