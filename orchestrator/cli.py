@@ -247,10 +247,9 @@ def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_webserver(args: argparse.Namespace, settings: Settings) -> int:
+    from orchestrator.services import install_stop_handlers
     from webui import create_app
     from webui.server import serve
-
-    from orchestrator.services import install_stop_handlers
 
     store = open_store(settings)
     stop = threading.Event()
