@@ -9,6 +9,7 @@ with DAG(
     schedule=timedelta(seconds=30),
     start_date=datetime(2026, 1, 1, tzinfo=UTC),
     misfire="skip",
+    misfire_grace=timedelta(seconds=10),
     description="Pings a service every 30 seconds; missed checks are skipped.",
     tags=["example", "interval"],
 ) as dag:
