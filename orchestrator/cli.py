@@ -345,8 +345,18 @@ def cmd_dags(args: argparse.Namespace, settings: Settings) -> int:
         return 0
     if args.action == "trigger":
         conf = parse_json_object(args.conf, "--conf")
+        dag = store.get_dag(args.dag_id)
+        if not dag.is_active:
+            raise NotFoundError(
+                f"DAG {args.dag_id!r} is no longer defined ({dag.fileloc} was deleted or changed)"
+            )
         run = store.trigger_run(args.dag_id, now, conf=conf)
-        emit(args, run.to_dict() if args.json else f"created run {run.run_id} (state {run.state})")
+        if args.json:
+            emit(args, run.to_dict())
+        else:
+            print(f"created run {run.run_id} (state {run.state})")
+            if dag.is_paused:
+                print(f"DAG {args.dag_id} is paused: the run starts when it is unpaused")
         return 0
     raise AssertionError(args.action)
 
