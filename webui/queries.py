@@ -60,14 +60,9 @@ def recent_runs(
     with store.read() as conn:
         for row in conn.execute(q):
             out.setdefault(row.dag_id, []).append(
-                RunMark(row.run_id, row.run_type, _aware(row.logical_date), row.state)
+                RunMark(row.run_id, row.run_type, row.logical_date, row.state)
             )
     return out
-
-
-def _aware(value: datetime) -> datetime:
-    # The UTCDateTime type is lost through the subquery on some dialects; re-attach UTC.
-    return m.UTCDateTime().process_result_value(value, None)
 
 
 def ping(store: Store) -> None:

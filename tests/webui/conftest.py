@@ -9,7 +9,7 @@ database by :func:`set_run_state` (test set-up, never app code).
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -23,8 +23,9 @@ from orchestrator.spec import serialize_dag
 from orchestrator.store import Store
 from orchestrator.store import models as m
 from orchestrator.store.records import RunRecord
-from tests.conftest import START
 from webui import create_app
+
+START = datetime(2026, 1, 1, tzinfo=UTC)  # as in tests/conftest.py
 
 MakeDag = Callable[..., dict[str, Any]]
 
@@ -82,8 +83,13 @@ def set_run_state(store: Store, run_id: str, state: str, at: datetime) -> None:
         conn.execute(update(m.dag_runs).where(m.dag_runs.c.run_id == run_id).values(**values))
 
 
-def move_cursor(store: Store, dag_id: str, next_logical_date: datetime) -> None:
-    """Set the DAG's next fire time through the scheduler's own transition."""
+@pytest.fixture
+def set_next_fire(store: Store) -> Callable[[str, datetime], None]:
+    """Set a DAG's next fire time through the scheduler's own transition."""
+    return lambda dag_id, at: _move_cursor(store, dag_id, at)
+
+
+def _move_cursor(store: Store, dag_id: str, next_logical_date: datetime) -> None:
     dag = store.get_dag(dag_id)
     moved = store.create_scheduled_runs(
         dag_id,
