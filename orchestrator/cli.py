@@ -254,8 +254,13 @@ def cmd_webserver(args: argparse.Namespace, settings: Settings) -> int:
     store = open_store(settings)
     stop = threading.Event()
     install_stop_handlers(stop)
-    print(f"web UI at http://{settings.web_host}:{settings.web_port}", flush=True)
-    serve(create_app(settings, store), settings.web_host, settings.web_port, stop)
+    serve(
+        create_app(settings, store),
+        settings.web_host,
+        settings.web_port,
+        stop,
+        on_ready=lambda url: print(f"web UI at {url}", flush=True),
+    )
     return 0
 
 

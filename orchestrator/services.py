@@ -93,17 +93,19 @@ def standalone(
         _thread("worker", worker.run_forever, stop),
     ]
     app = create_app(settings, store)
-    url = f"http://{settings.web_host}:{settings.web_port}"
-    print(
-        f"orchestrator standalone: web UI at {url}\n"
-        f"  database    {_safe_url(settings.database_url)}\n"
-        f"  dags folder {settings.dags_folder}\n"
-        f"  logs        {settings.log_dir}\n"
-        "Press Ctrl-C to stop.",
-        flush=True,
-    )
+
+    def ready(url: str) -> None:
+        print(
+            f"orchestrator standalone: web UI at {url}\n"
+            f"  database    {_safe_url(settings.database_url)}\n"
+            f"  dags folder {settings.dags_folder}\n"
+            f"  logs        {settings.log_dir}\n"
+            "Press Ctrl-C to stop.",
+            flush=True,
+        )
+
     try:
-        serve(app, settings.web_host, settings.web_port, stop)
+        serve(app, settings.web_host, settings.web_port, stop, on_ready=ready)
     finally:
         stop.set()
         sched_wake.set()
