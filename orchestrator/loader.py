@@ -65,8 +65,10 @@ def load_file(path: str) -> list[dag_module.DAG]:
         where = f"{display_path(path)}:{exc.lineno}" if exc.lineno else display_path(path)
         raise DagImportError(f"{where}: SyntaxError: {exc.msg}", traceback.format_exc()) from None
     except SystemExit as exc:
+        line = _line_in(exc, path)
+        where = f"{display_path(path)}:{line}" if line else display_path(path)
         raise DagImportError(
-            f"{display_path(path)}: the file called sys.exit({exc.code!r}) while being imported",
+            f"{where}: the file called sys.exit({exc.code!r}) while being imported",
             traceback.format_exc(),
         ) from None
     except BaseException as exc:  # noqa: BLE001 - user code may raise anything

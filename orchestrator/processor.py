@@ -78,6 +78,10 @@ class DagProcessor:
                 for dag_id in owners.get(path, []):
                     if dag_id not in kept and owner_of.get(dag_id) == path:
                         del owner_of[dag_id]
+        freed = [p for p in files if p not in results and self._clash_resolved(p, owner_of)]
+        if freed:  # refused earlier for a dag_id that a changed file just gave up
+            results.update(self._parse_all(freed))
+            changed += freed
         n_dags = n_errors = 0
         for path in changed:
             payload = results[path]
@@ -113,7 +117,11 @@ class DagProcessor:
                 owner_of[data["dag_id"]] = path
                 new_ids.add(data["dag_id"])
                 n_dags += 1
-            gone = [d for d in owners.get(path, []) if d not in new_ids]
+            gone = [  # ...unless another file took it over in this scan
+                d
+                for d in owners.get(path, [])
+                if d not in new_ids and owner_of.get(d) in (None, path)
+            ]
             self.store.deactivate_dags(gone, now, f"no longer defined in {display_path(path)}")
         present = set(files)
         removed_files = [f for f in owners if f not in present]

@@ -154,7 +154,9 @@ def test_dependencies_by_id_and_chain():
 
 
 def test_naive_start_date_with_explicit_timezone_is_read_in_that_zone():
-    dag = DAG("berlin", schedule="@daily", timezone="Europe/Berlin", start_date=datetime(2026, 1, 1))
+    dag = DAG(
+        "berlin", schedule="@daily", timezone="Europe/Berlin", start_date=datetime(2026, 1, 1)
+    )
     assert dag.start_date == datetime(2026, 1, 1, tzinfo=ZoneInfo("Europe/Berlin"))
     assert dag.start_date.astimezone(UTC) == datetime(2025, 12, 31, 23, 0, tzinfo=UTC)
 

@@ -16,7 +16,7 @@ NASTY = [
     "with space",
     "a; rm -rf / #",
     "$(touch /tmp/pwned) `id` $HOME ${PATH}",
-    "it's \"quoted\" \\ back\\slash",
+    'it\'s "quoted" \\ back\\slash',
     "new\nline\ttab",
     "glob * ? [a-z] ~",
     "&& || | > < >> 2>&1 &",
@@ -38,7 +38,8 @@ def sh_args(command: str) -> list[str]:
 @pytest.mark.parametrize("value", NASTY)
 def test_param_reaches_sh_as_one_intact_argument(value):
     command = render_command(
-        "printf '%s\\0' {{ params.value }} {{ ds }}", {"params": {"value": value}, "ds": "2026-01-01"}
+        "printf '%s\\0' {{ params.value }} {{ ds }}",
+        {"params": {"value": value}, "ds": "2026-01-01"},
     )
     assert sh_args(command) == [value, "2026-01-01"]
 

@@ -107,9 +107,7 @@ def test_doctests():
 # --------------------------------------------------------------------------- properties
 
 ALL_STATES = [st.value for st in TaskState]
-COMBOS = [
-    list(combo) for n in (1, 2, 3) for combo in itertools.product(ALL_STATES, repeat=n)
-]
+COMBOS = [list(combo) for n in (1, 2, 3) for combo in itertools.product(ALL_STATES, repeat=n)]
 
 
 def _finished(states):

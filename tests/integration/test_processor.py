@@ -1,0 +1,102 @@
+"""The DAG processor's bookkeeping across scans: which file owns a dag_id, when files
+are parsed again, and what happens to DAGs a file stops defining."""
+
+from __future__ import annotations
+
+import os
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from orchestrator.processor import DagProcessor, dag_files
+
+
+def dag_source(*dag_ids: str) -> str:
+    lines = ["from orchestrator import DAG"]
+    for dag_id in dag_ids:
+        lines += [f"with DAG({dag_id!r}) as dag:", "    dag.shell('t', 'true')"]
+    return "\n".join(lines) + "\n"
+
+
+def rewrite(path: Path, source: str) -> None:
+    before = path.stat().st_mtime_ns if path.exists() else 0
+    path.write_text(textwrap.dedent(source))
+    os.utime(path, ns=(before + 2_000_000_000, before + 2_000_000_000))
+
+
+@pytest.fixture
+def processor(store, settings):
+    return DagProcessor(store, settings, parallelism=2)
+
+
+def owners(store) -> dict[str, str]:
+    return {d.dag_id: Path(d.fileloc).name for d in store.list_dags()}
+
+
+def test_dag_files_skips_private_and_hidden_names(dags_dir):
+    for name in ("a.py", "_private.py", ".hidden.py", "notes.txt", "sub/b.py", "_skip/c.py"):
+        (dags_dir / name).parent.mkdir(parents=True, exist_ok=True)
+        (dags_dir / name).write_text("")
+    assert [Path(p).relative_to(dags_dir).as_posix() for p in dag_files(str(dags_dir))] == [
+        "a.py",
+        "sub/b.py",
+    ]
+
+
+@pytest.mark.parametrize(("old", "new"), [("a.py", "b.py"), ("b.py", "a.py")])
+def test_a_dag_moved_between_files_in_one_scan_is_not_a_clash(
+    processor, store, clock, dags_dir, old, new
+):
+    a, b = dags_dir / old, dags_dir / new
+    a.write_text(dag_source("moving", "staying"))
+    b.write_text(dag_source("other"))
+    processor.scan(clock.now())
+    assert owners(store) == {"moving": old, "staying": old, "other": new}
+
+    rewrite(a, dag_source("staying"))
+    rewrite(b, dag_source("other", "moving"))
+    result = processor.scan(clock.now())
+    assert result.errors == 0 and store.import_errors() == []
+    assert owners(store) == {"moving": new, "staying": old, "other": new}
+    assert store.get_dag("moving").is_active
+
+
+def test_a_dag_a_file_stops_defining_goes_inactive(processor, store, clock, dags_dir):
+    path = dags_dir / "two.py"
+    path.write_text(dag_source("keep", "drop"))
+    processor.scan(clock.now())
+    rewrite(path, dag_source("keep"))
+    processor.scan(clock.now())
+    assert owners(store) == {"keep": "two.py"}
+    assert not store.get_dag("drop").is_active
+    assert "dag_removed" in [e.kind for e in store.events(dag_id="drop")]
+
+
+def test_clash_is_resolved_when_the_owner_drops_the_dag_id(processor, store, clock, dags_dir):
+    first, second = dags_dir / "first.py", dags_dir / "second.py"
+    first.write_text(dag_source("shared"))
+    processor.scan(clock.now())
+    second.write_text(dag_source("shared"))
+    assert processor.scan(clock.now()).errors == 1
+    [error] = store.import_errors()
+    assert Path(error.fileloc).name == "second.py"
+    assert "dag_id 'shared' is already defined in" in error.message
+
+    # second.py is unchanged; first.py giving up the id is enough for it to be re-read
+    rewrite(first, dag_source("renamed"))
+    assert processor.scan(clock.now()).parsed == 2
+    assert store.import_errors() == []
+    assert owners(store) == {"renamed": "first.py", "shared": "second.py"}
+
+
+def test_unchanged_files_are_not_parsed_again_unless_forced(processor, store, clock, dags_dir):
+    (dags_dir / "one.py").write_text(dag_source("one"))
+    assert processor.scan(clock.now()).parsed == 1
+    assert processor.scan(clock.now()).parsed == 0
+    assert processor.scan(clock.now(), force=True).parsed == 1
+
+
+def test_missing_dags_folder_is_an_empty_scan(store, settings, clock, tmp_path):
+    processor = DagProcessor(store, settings.with_(dags_folder=str(tmp_path / "nope")))
+    assert processor.scan(clock.now()).parsed == 0
