@@ -32,8 +32,29 @@ def die_with_parent() -> None:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
+def _release_forkserver() -> None:
+    """Let the forkserver exit when the worker dies, so this child dies with it.
+
+    A forkserver child inherits the forkserver's "alive" pipe write end, and the
+    forkserver only exits once every holder of that pipe is gone. Kept open here,
+    a SIGKILLed worker would leave the forkserver (our parent) running, so
+    PR_SET_PDEATHSIG would never fire and the task would run on, orphaned. With it
+    closed, only the worker holds the pipe: worker dies -> forkserver sees EOF and
+    exits -> the kernel SIGKILLs this child.
+    """
+    with contextlib.suppress(Exception):
+        from multiprocessing import forkserver
+
+        server = forkserver._forkserver  # type: ignore[attr-defined]
+        fd = server._forkserver_alive_fd
+        if fd is not None:
+            server._forkserver_alive_fd = None
+            os.close(fd)
+
+
 def _child_setup() -> None:
     die_with_parent()
+    _release_forkserver()
     with contextlib.suppress(OSError):
         os.setpgrp()
     signal.signal(signal.SIGINT, signal.SIG_IGN)

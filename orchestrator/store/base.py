@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from sqlalchemy import Connection, Engine, insert
+from sqlalchemy import Connection, Engine, insert, select
 
 from orchestrator.store import models as m
 from orchestrator.store.db import make_engine
@@ -62,3 +62,19 @@ def record_event(
             try_number=try_number,
         )
     )
+
+
+def lock_runs(conn: Connection, run_pks: list[int], is_postgres: bool) -> None:
+    """Lock DAG run rows for this write transaction, in id order (no deadlocks).
+
+    Transitions that decide from several task instances' states of a run at once
+    (release, finish, clear) take these locks first, so they serialise per run on
+    PostgreSQL; on SQLite the write transaction's lock already serialises them.
+    """
+    if is_postgres and run_pks:
+        conn.execute(
+            select(m.dag_runs.c.id)
+            .where(m.dag_runs.c.id.in_(sorted(run_pks)))
+            .order_by(m.dag_runs.c.id)
+            .with_for_update()
+        ).all()

@@ -11,9 +11,16 @@ from sqlalchemy.exc import IntegrityError
 
 from orchestrator.errors import NotFoundError, StateError
 from orchestrator.spec import DagSpec
-from orchestrator.states import RUN_FINISHED, TASK_FINISHED, RunState, TaskState
+from orchestrator.states import (
+    RUN_ACTIVE,
+    RUN_FINISHED,
+    TASK_FINISHED,
+    TASK_UNFINISHED,
+    RunState,
+    TaskState,
+)
 from orchestrator.store import models as m
-from orchestrator.store.base import StoreBase, record_event
+from orchestrator.store.base import StoreBase, lock_runs, record_event
 from orchestrator.store.records import RunRecord
 
 log = logging.getLogger(__name__)
@@ -164,11 +171,14 @@ class RunStore(StoreBase):
         return self.get_run(make_run_id(dag_id, run_type, when))
 
     def start_queued_runs(self, now: datetime) -> list[str]:
-        """Start queued runs of unpaused DAGs, oldest first, within max_active_runs.
+        """Start queued runs of unpaused DAGs, oldest first, per max_active_runs and overlap.
 
+        When a DAG has no free slot its ``overlap`` policy decides: ``queue`` (the new
+        run waits), ``skip`` (the new run is cancelled), ``replace`` (the oldest active
+        runs are cancelled so the newest ones run) or ``allow`` (it starts anyway).
         Each DAG's slots are counted and taken in one write transaction that first
         locks the DAG's row (``FOR UPDATE`` on PostgreSQL; SQLite's writer lock does
-        it there), so two schedulers overlapping never start more than max_active_runs.
+        it there), so two schedulers overlapping never start more runs than allowed.
         """
         r = m.dag_runs
         started: list[str] = []
@@ -196,12 +206,19 @@ class RunStore(StoreBase):
                     continue
                 spec = self.spec(dag_id, dag.version_hash)  # type: ignore[attr-defined]
                 runs = conn.execute(
-                    select(r.c.id, r.c.run_id, r.c.state)
-                    .where(r.c.dag_id == dag_id, r.c.state.in_([RunState.QUEUED, RunState.RUNNING]))
+                    select(r.c.id, r.c.run_id, r.c.state, r.c.logical_date)
+                    .where(r.c.dag_id == dag_id, r.c.state.in_(list(RUN_ACTIVE)))
                     .order_by(r.c.logical_date, r.c.id)
                 ).all()
-                slots = spec.max_active_runs - sum(x.state == RunState.RUNNING for x in runs)
-                for x in [x for x in runs if x.state == RunState.QUEUED][: max(slots, 0)]:
+                to_start, to_cancel = _overlap_plan(spec.overlap, spec.max_active_runs, runs)
+                for x in to_cancel:
+                    why = (
+                        f"overlap={spec.overlap!r}: {spec.max_active_runs} active run(s) "
+                        f"allowed (max_active_runs); "
+                        + ("replaced by a newer run" if spec.overlap == "replace" else "skipped")
+                    )
+                    _cancel(conn, x.id, dag_id, x.run_id, now, why)
+                for x in to_start:
                     done = conn.execute(
                         update(r)
                         .where(r.c.id == x.id, r.c.state == RunState.QUEUED)
@@ -210,6 +227,17 @@ class RunStore(StoreBase):
                     if done:
                         started.append(x.run_id)
         return started
+
+    def cancel_run(self, run_id: str, now: datetime, reason: str = "cancelled by a user") -> bool:
+        """Cancel a queued or running run and its unfinished tasks; False if already over.
+
+        Running tries are closed as ``cancelled``; their workers find out at their next
+        heartbeat (the lease is no longer theirs), kill the task, and any late report
+        is fenced out.
+        """
+        run = self.get_run(run_id)
+        with self.write() as conn:
+            return _cancel(conn, run.id, run.dag_id, run.run_id, now, reason)
 
     def finish_runs(self, now: datetime, run_pks: list[int] | None = None) -> list[tuple[str, str]]:
         """Finish running runs whose task instances are all finished.
@@ -234,6 +262,7 @@ class RunStore(StoreBase):
         for c in candidates:
             spec = self.spec(c.dag_id, c.version_hash)  # type: ignore[attr-defined]
             with self.write() as conn:
+                lock_runs(conn, [c.id], self.is_postgres)
                 states = dict(
                     conn.execute(select(ti.c.task_id, ti.c.state).where(ti.c.run_pk == c.id)).all()
                 )
@@ -293,3 +322,48 @@ class RunStore(StoreBase):
 
     def run_is_finished(self, run_id: str) -> bool:
         return self.get_run(run_id).state in RUN_FINISHED
+
+
+def _overlap_plan(policy: str, max_active: int, runs: list) -> tuple[list, list]:
+    """(runs to start, runs to cancel) of one DAG's active runs, oldest first."""
+    running = [x for x in runs if x.state == RunState.RUNNING]
+    queued = [x for x in runs if x.state == RunState.QUEUED]
+    slots = max(max_active - len(running), 0)
+    if policy == "allow":
+        return queued, []
+    if policy == "skip":
+        return queued[:slots], queued[slots:]
+    if policy == "replace":
+        keep = runs[-max_active:]  # the newest runs win
+        kept = {x.id for x in keep}
+        return [x for x in keep if x.state == RunState.QUEUED], [
+            x for x in runs if x.id not in kept
+        ]
+    return queued[:slots], []  # "queue": the rest wait
+
+
+def _cancel(
+    conn: Connection, run_pk: int, dag_id: str, run_id: str, now: datetime, why: str
+) -> bool:
+    r, ti, tries = m.dag_runs, m.task_instances, m.task_tries
+    done = conn.execute(
+        update(r)
+        .where(r.c.id == run_pk, r.c.state.in_(list(RUN_ACTIVE)))
+        .values(state=RunState.CANCELLED, end_date=now)
+    ).rowcount
+    if not done:
+        return False
+    run_tis = select(ti.c.id).where(ti.c.run_pk == run_pk).scalar_subquery()
+    conn.execute(
+        update(tries)
+        .where(tries.c.ti_id.in_(run_tis), tries.c.state == "running")
+        .values(state="cancelled", end_date=now, error=why)
+    )
+    conn.execute(
+        update(ti)
+        .where(ti.c.run_pk == run_pk, ti.c.state.in_(list(TASK_UNFINISHED)))
+        .values(state=TaskState.CANCELLED, end_date=now, lease_expires_at=None)
+    )
+    record_event(conn, now, "run_cancelled", why, dag_id=dag_id, run_id=run_id)
+    log.info("run cancelled dag_id=%s run_id=%s: %s", dag_id, run_id, why)
+    return True

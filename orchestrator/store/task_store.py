@@ -17,7 +17,7 @@ from sqlalchemy import and_, insert, select, tuple_, update
 from orchestrator.errors import NotFoundError
 from orchestrator.states import TASK_CLAIMABLE, TASK_FINISHED, RunState, TaskState
 from orchestrator.store import models as m
-from orchestrator.store.base import StoreBase, record_event
+from orchestrator.store.base import StoreBase, lock_runs, record_event
 from orchestrator.store.records import Claim, TaskInstanceRecord, TryRecord
 from orchestrator.trigger_rules import Decision, decide
 
@@ -41,7 +41,10 @@ class TaskStore(StoreBase):
         """Queue scheduled tasks whose trigger rule is met; propagate skips and failures.
 
         Looks only at running runs of unpaused DAGs that still have scheduled tasks.
-        Returns how many task instances changed state.
+        Decisions are made from states read in the same write transaction that applies
+        them, with the runs' rows locked (``FOR UPDATE`` on PostgreSQL, the writer lock
+        on SQLite), so a concurrent ``clear_task`` or a second scheduler can never make
+        a decision rest on stale upstream states. Returns how many task instances changed.
         """
         r = m.dag_runs
         with self.read() as conn:
@@ -57,51 +60,57 @@ class TaskStore(StoreBase):
                 )
                 .order_by(r.c.id)
             ).all()
-            if not runs:
-                return 0
-            rows = conn.execute(
-                select(ti.c.id, ti.c.run_pk, ti.c.task_id, ti.c.state).where(
-                    ti.c.run_pk.in_([x.id for x in runs])
-                )
-            ).all()
-        by_run: dict[int, dict[str, tuple[int, str]]] = {}
-        for row in rows:
-            by_run.setdefault(row.run_pk, {})[row.task_id] = (row.id, row.state)
-        to_queue: list[int] = []
-        to_final: dict[str, list[int]] = {TaskState.UPSTREAM_FAILED: [], TaskState.SKIPPED: []}
-        for run in runs:
-            spec = self.spec(run.dag_id, run.version_hash)  # type: ignore[attr-defined]
-            states = {k: v[1] for k, v in by_run.get(run.id, {}).items()}
-            for task_id in spec.topological_order:
-                if states.get(task_id) != TaskState.SCHEDULED:
-                    continue
-                t = spec.tasks[task_id]
-                decision = decide(t.trigger_rule, [states[u] for u in t.upstream])
-                ti_id = by_run[run.id][task_id][0]
-                if decision is Decision.RELEASE:
-                    to_queue.append(ti_id)
-                    states[task_id] = TaskState.QUEUED
-                elif decision is Decision.UPSTREAM_FAILED:
-                    to_final[TaskState.UPSTREAM_FAILED].append(ti_id)
-                    states[task_id] = TaskState.UPSTREAM_FAILED
-                elif decision is Decision.SKIP:
-                    to_final[TaskState.SKIPPED].append(ti_id)
-                    states[task_id] = TaskState.SKIPPED
+        if not runs:
+            return 0
+        specs = {run.id: self.spec(run.dag_id, run.version_hash) for run in runs}  # type: ignore[attr-defined]
         changed = 0
-        with self.write() as conn:
-            for chunk in _chunks(sorted(to_queue), 500):
-                changed += conn.execute(
-                    update(ti)
-                    .where(ti.c.id.in_(chunk), ti.c.state == TaskState.SCHEDULED)
-                    .values(state=TaskState.QUEUED, ready_at=now)
-                ).rowcount
-            for state, ids in to_final.items():
-                for chunk in _chunks(sorted(ids), 500):
+        for batch in _chunks([run.id for run in runs], 200):
+            with self.write() as conn:
+                lock_runs(conn, batch, self.is_postgres)
+                rows = conn.execute(
+                    select(ti.c.id, ti.c.run_pk, ti.c.task_id, ti.c.state)
+                    .join(r, r.c.id == ti.c.run_pk)
+                    .where(ti.c.run_pk.in_(batch), r.c.state == RunState.RUNNING)
+                ).all()
+                by_run: dict[int, dict[str, tuple[int, str]]] = {}
+                for row in rows:
+                    by_run.setdefault(row.run_pk, {})[row.task_id] = (row.id, row.state)
+                to_queue: list[int] = []
+                to_final: dict[str, list[int]] = {
+                    TaskState.UPSTREAM_FAILED: [],
+                    TaskState.SKIPPED: [],
+                }
+                for run_pk, tasks in by_run.items():
+                    spec = specs[run_pk]
+                    states = {k: v[1] for k, v in tasks.items()}
+                    for task_id in spec.topological_order:
+                        if states.get(task_id) != TaskState.SCHEDULED:
+                            continue
+                        t = spec.tasks[task_id]
+                        decision = decide(t.trigger_rule, [states[u] for u in t.upstream])
+                        ti_id = tasks[task_id][0]
+                        if decision is Decision.RELEASE:
+                            to_queue.append(ti_id)
+                            states[task_id] = TaskState.QUEUED
+                        elif decision is Decision.UPSTREAM_FAILED:
+                            to_final[TaskState.UPSTREAM_FAILED].append(ti_id)
+                            states[task_id] = TaskState.UPSTREAM_FAILED
+                        elif decision is Decision.SKIP:
+                            to_final[TaskState.SKIPPED].append(ti_id)
+                            states[task_id] = TaskState.SKIPPED
+                for chunk in _chunks(sorted(to_queue), 500):
                     changed += conn.execute(
                         update(ti)
                         .where(ti.c.id.in_(chunk), ti.c.state == TaskState.SCHEDULED)
-                        .values(state=state, end_date=now)
+                        .values(state=TaskState.QUEUED, ready_at=now)
                     ).rowcount
+                for state, ids in to_final.items():
+                    for chunk in _chunks(sorted(ids), 500):
+                        changed += conn.execute(
+                            update(ti)
+                            .where(ti.c.id.in_(chunk), ti.c.state == TaskState.SCHEDULED)
+                            .values(state=state, end_date=now)
+                        ).rowcount
         return changed
 
     def reap_expired(self, now: datetime) -> list[tuple[str, str, int, str]]:
@@ -415,6 +424,7 @@ class TaskStore(StoreBase):
         if downstream:
             targets += sorted(nx.descendants(spec.graph, task_id))
         with self.write() as conn:
+            lock_runs(conn, [run.id], self.is_postgres)  # before any TI: no deadlock
             cleared = []
             for t in targets:
                 done = conn.execute(

@@ -105,12 +105,15 @@ def test_heartbeat_extends_only_leases_still_held(harness, write_dag):
     assert store.heartbeat("worker-A", held, clock.now(), LEASE) == held
     assert store.task_instance(run_id, "only").lease_expires_at == clock.now() + LEASE
     # another owner, or a try the worker does not hold, keeps nothing
+    extended = clock.now() + LEASE
+    clock.advance(seconds=1)
     assert store.heartbeat("worker-B", held, clock.now(), LEASE) == set()
     assert store.heartbeat("worker-A", {(a.ti_id, 7)}, clock.now(), LEASE) == set()
+    assert store.task_instance(run_id, "only").lease_expires_at == extended
     assert store.heartbeat("worker-A", set(), clock.now(), LEASE) == set()
 
     # the extension held the lease past the original expiry: nothing to reap
-    clock.advance(seconds=25)
+    clock.advance(seconds=24)
     assert harness.tick().reaped == []
     assert store.task_instance(run_id, "only").state == "running"
 
@@ -337,3 +340,24 @@ def test_two_stores_finishing_runs_concurrently_finish_each_once(harness, write_
         t.join()
     assert sorted(r for batch in results for r in batch) == [(run_id, "success")]
     assert len(_events(store, "run_success")) == 1
+
+
+def test_cleared_task_reruns_with_a_new_try_and_reopens_its_run(harness, write_dag):
+    store, clock = harness.store, harness.clock
+    run_id = _one_task_run(harness, write_dag, retries=0)
+    [c] = store.claim("w", clock.now(), LEASE, limit=1)
+    assert store.finish_success(c, "1", clock.now())
+    harness.tick()
+    assert store.get_run(run_id).state == "success"
+
+    assert store.clear_task(run_id, "only", clock.now()) == ["only"]
+    assert store.get_run(run_id).state == "running"
+    ti = store.task_instance(run_id, "only")
+    assert (ti.state, ti.try_number, ti.max_tries) == ("scheduled", 1, 2)
+    assert store.finish_runs(clock.now()) == []  # an unfinished task keeps the run open
+    harness.tick()
+    [again] = store.claim("w", clock.now(), LEASE, limit=1)
+    assert again.try_number == 2
+    assert store.finish_success(again, "2", clock.now())
+    assert store.finish_runs(clock.now()) == [(run_id, "success")]
+    assert [t.try_number for t in store.tries(run_id, "only")] == [1, 2]
