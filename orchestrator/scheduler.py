@@ -91,7 +91,7 @@ class Scheduler:
     def schedule_dags(self, now: datetime) -> int:
         created = 0
         for dag in self.store.list_dags():
-            if dag.is_paused:
+            if dag.is_paused or dag.schedule_exhausted:
                 continue
             try:
                 spec = self.store.spec(dag.dag_id, dag.version_hash)

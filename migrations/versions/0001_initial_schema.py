@@ -75,6 +75,7 @@ def upgrade() -> None:
         sa.Column("timezone", sa.String(length=64), nullable=False),
         sa.Column("tags", sa.Text(), nullable=False),
         sa.Column("next_logical_date", sa.DateTime(timezone=True), nullable=True),
+        sa.Column("schedule_exhausted", sa.Boolean(), nullable=False),
         sa.Column("last_parsed_at", sa.DateTime(timezone=True), nullable=False),
         sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
         sa.PrimaryKeyConstraint("dag_id", name=op.f("pk_dags")),

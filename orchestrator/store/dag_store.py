@@ -61,6 +61,7 @@ class DagStore(StoreBase):
                         dag_id=data["dag_id"],
                         is_paused=bool(data["paused_at_creation"]),
                         next_logical_date=None,
+                        schedule_exhausted=False,
                         created_at=now,
                         **values,
                     )
@@ -75,6 +76,7 @@ class DagStore(StoreBase):
                 return True
             if row.schedule_sig != sig:
                 values["next_logical_date"] = None
+                values["schedule_exhausted"] = False
                 record_event(
                     conn, now, "schedule_changed", f"schedule is now {desc}", dag_id=data["dag_id"]
                 )

@@ -75,6 +75,8 @@ dags = Table(
     Column("timezone", String(64), nullable=False),
     Column("tags", Text, nullable=False, default="[]"),
     Column("next_logical_date", UTCDateTime),
+    # True once the schedule has no fire times left (end_date passed, @once fired)
+    Column("schedule_exhausted", Boolean, nullable=False, default=False),
     Column("last_parsed_at", UTCDateTime, nullable=False),
     Column("created_at", UTCDateTime, nullable=False),
 )

@@ -33,6 +33,7 @@ class DagRecord(Record):
     timezone: str
     tags: tuple[str, ...]
     next_logical_date: datetime | None
+    schedule_exhausted: bool
     last_parsed_at: datetime
 
     @classmethod
@@ -48,6 +49,7 @@ class DagRecord(Record):
             timezone=row.timezone,
             tags=tuple(json.loads(row.tags or "[]")),
             next_logical_date=row.next_logical_date,
+            schedule_exhausted=bool(row.schedule_exhausted),
             last_parsed_at=row.last_parsed_at,
         )
 

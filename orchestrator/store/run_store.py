@@ -117,15 +117,20 @@ class RunStore(StoreBase):
         cond = (
             d.c.next_logical_date.is_(None) if cursor is None else d.c.next_logical_date == cursor
         )
+        exhausted = new_cursor is None
         created = 0
         with self.write() as conn:
             moved = conn.execute(
-                update(d).where(d.c.dag_id == dag_id, cond).values(next_logical_date=new_cursor)
+                update(d)
+                .where(d.c.dag_id == dag_id, cond, d.c.schedule_exhausted.is_(False))
+                .values(next_logical_date=new_cursor, schedule_exhausted=exhausted)
             ).rowcount
             if not moved:
                 return 0
             for kind, message in decisions:
                 record_event(conn, now, kind, message, dag_id=dag_id)
+            if exhausted:
+                record_event(conn, now, "schedule_exhausted", "no fire times left", dag_id=dag_id)
             for logical_date, interval in fire_times:
                 pk = insert_run(
                     conn,

@@ -354,3 +354,33 @@ def test_cancel_run_stops_its_tasks_once(harness, write_dag):
     assert harness.tick().runs_finished == []
     [event] = store.events(kind="run_cancelled")
     assert event.run_id == run.run_id and "user" in event.message
+
+
+def test_an_exhausted_schedule_is_decided_once_not_every_tick(store, settings, clock, write_dag):
+    """A DAG whose end_date passed before any run: one decision, then silence."""
+    write_dag(
+        "ended.py",
+        """
+        from datetime import UTC, datetime, timedelta
+        from orchestrator import DAG, task
+
+        with DAG("ended", schedule=timedelta(hours=1), misfire="skip",
+                 start_date=datetime(2025, 1, 1, tzinfo=UTC),
+                 end_date=datetime(2025, 1, 2, tzinfo=UTC)) as dag:
+            @task
+            def t(ctx):
+                return None
+        """,
+    )
+    harness = Harness(store, settings, clock)
+    try:
+        harness.parse()
+        for _ in range(5):
+            harness.tick()
+            clock.advance(minutes=1)
+    finally:
+        harness.close()
+    assert store.list_runs("ended") == []
+    assert len(store.events(dag_id="ended", kind="fire_skipped")) == 1
+    assert len(store.events(dag_id="ended", kind="schedule_exhausted")) == 1
+    assert store.get_dag("ended").schedule_exhausted is True
