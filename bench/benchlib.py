@@ -1,4 +1,3 @@
-#!/usr/bin/env python
 """Baseline benchmarks for the orchestrator engine, on SQLite and PostgreSQL.
 
 Entry point: ``bench/run.py``. Run from the repository root::
@@ -43,6 +42,7 @@ import tempfile
 import textwrap
 import threading
 import time
+import traceback
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -93,6 +93,7 @@ class Figure:
     target: str | None = None
     meets: bool | None = None
     note: str | None = None
+    runs: list[float] | None = None  # every repeat's value; ``value`` is their median
 
 
 def figure(backend: str, scenario: str, name: str, value: float, unit: str) -> Figure:
@@ -410,7 +411,8 @@ def scenario_wide(ctx: Context) -> list[Figure]:
     finally:
         store.dispose()
     n = len(tis)
-    assert n == width + 2 and all(t.state == TaskState.SUCCESS for t in tis)
+    if n != width + 2 or any(t.state != TaskState.SUCCESS for t in tis):
+        raise BenchError(f"{ctx.backend}/wide: expected {width + 2} successful tasks")
     b = ctx.backend
     return [
         figure(b, "wide", "tasks", n, "tasks"),
@@ -502,6 +504,19 @@ def scenario_raw(ctx: Context) -> list[Figure]:
     ]
 
 
+def aggregate(repeats: list[list[Figure]]) -> list[Figure]:
+    """One figure per name: the median over the repeats, with every value kept."""
+    out = []
+    for i, first in enumerate(repeats[0]):
+        values = [r[i].value for r in repeats]
+        fig = figure(
+            first.backend, first.scenario, first.figure, statistics.median(values), first.unit
+        )
+        fig.runs = values
+        out.append(fig)
+    return out
+
+
 RUNNERS: dict[str, Callable[[Context], list[Figure]]] = {
     "wide": scenario_wide,
     "chain": scenario_chain,
@@ -547,7 +562,7 @@ def machine_info(admin_url: str, pg_ok: bool) -> dict[str, Any]:
 def fmt_value(f: Figure) -> str:
     if f.value is None:
         return "-"
-    if f.unit in ("tasks", "claim+finish"):
+    if f.unit in ("tasks", "claim+finish") and float(f.value).is_integer():
         return f"{f.value:.0f}"
     if f.unit == "s":
         return f"{f.value:.3f}"
@@ -562,18 +577,24 @@ def print_table(figures: list[Figure], info: dict[str, Any]) -> None:
         f"SQLite {info['sqlite']}, PostgreSQL {info['postgres'] or 'n/a'}"
         + (f", commit {info['commit']}" if info.get("commit") else "")
     )
-    rows = [("backend", "scenario", "figure", "value", "unit", "target", "status")]
+    rows = [("backend", "scenario", "figure", "value", "unit", "target", "status", "range")]
     for f in figures:
         status = "" if f.meets is None else ("meets" if f.meets else "MISSES")
         if f.note:
             status = f.note
+        spread = ""
+        if f.runs and len(f.runs) > 1 and min(f.runs) != max(f.runs):
+            lo = Figure(f.backend, f.scenario, f.figure, min(f.runs), f.unit)
+            hi = Figure(f.backend, f.scenario, f.figure, max(f.runs), f.unit)
+            spread = f"{fmt_value(lo)} .. {fmt_value(hi)} (n={len(f.runs)})"
         rows.append(
-            (f.backend, f.scenario, f.figure, fmt_value(f), f.unit, f.target or "-", status)
+            (f.backend, f.scenario, f.figure, fmt_value(f), f.unit, f.target or "-", status, spread)
         )
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for n, r in enumerate(rows):
         cells = [
-            c.rjust(w) if i == 3 and n else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))
+            c.rjust(w) if i == 3 and n else c.ljust(w)
+            for i, (c, w) in enumerate(zip(r, widths, strict=True))
         ]
         print("  ".join(cells).rstrip())
         if n == 0:
@@ -597,6 +618,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--timeout", type=float, default=300.0, help="seconds one scenario may take (default 300)"
     )
+    p.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="run each scenario N times (fresh database each) and report the median",
+    )
     p.add_argument("--pg-url", default=DEFAULT_PG_URL, help="PostgreSQL admin URL")
     p.add_argument("--json", action="store_true", help="print results as JSON")
     p.add_argument("--profile", metavar="DIR", help="cProfile each engine thread into DIR")
@@ -604,7 +631,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--profile-top", type=int, default=25, help=argparse.SUPPRESS)
     p.add_argument("-v", "--verbose", action="store_true", help="engine logs at INFO")
     args = p.parse_args(argv)
-    for name in ("workers", "concurrency", "width", "length", "raw_count"):
+    for name in ("workers", "concurrency", "width", "length", "raw_count", "repeat"):
         if getattr(args, name) < 1:
             p.error(f"--{name.replace('_', '-')} must be >= 1")
     if args.length < 2:
@@ -633,18 +660,39 @@ def main(argv: list[str] | None = None) -> int:
             print(f"skipping postgres: {msg}", file=sys.stderr)
             continue
         for sc in scenarios:
-            print(f"running {backend}/{sc} ...", file=sys.stderr, flush=True)
-            workdir = tempfile.mkdtemp(prefix=f"orch-bench-{backend}-{sc}-")
-            try:
-                with fresh_database(backend, workdir, args.pg_url) as url:
-                    ctx = Context(backend, url, workdir, args, profiles)
-                    figures += RUNNERS[sc](ctx)
-            except BenchError as exc:
-                failures.append(str(exc))
-                figures.append(Figure(backend, sc, "-", None, "", note=f"FAILED: {exc}"))
-                print(f"error: {exc}", file=sys.stderr)
-            finally:
-                shutil.rmtree(workdir, ignore_errors=True)
+            repeats: list[list[Figure]] = []
+            for n in range(args.repeat):
+                print(
+                    f"running {backend}/{sc}"
+                    + (f" ({n + 1}/{args.repeat})" if args.repeat > 1 else "")
+                    + " ...",
+                    file=sys.stderr,
+                    flush=True,
+                )
+                workdir = tempfile.mkdtemp(prefix=f"orch-bench-{backend}-{sc}-")
+                try:
+                    with fresh_database(backend, workdir, args.pg_url) as url:
+                        ctx = Context(backend, url, workdir, args, profiles)
+                        repeats.append(RUNNERS[sc](ctx))
+                except Exception as exc:  # noqa: BLE001 - report it, go on with the rest
+                    if isinstance(exc, BenchError):
+                        msg = str(exc)
+                    else:
+                        first = (str(exc).strip().splitlines() or [""])[0][:300]
+                        msg = f"{backend}/{sc}: {type(exc).__name__}: {first}"
+                        if args.verbose:
+                            traceback.print_exc()
+                    failures.append(msg)
+                    figures.append(Figure(backend, sc, "-", None, "", note=f"FAILED: {msg}"))
+                    print(
+                        f"error: {msg}" + ("" if args.verbose else " (-v: traceback)"),
+                        file=sys.stderr,
+                    )
+                    break
+                finally:
+                    shutil.rmtree(workdir, ignore_errors=True)
+            else:
+                figures += repeats[0] if args.repeat == 1 else aggregate(repeats)
 
     if args.json:
         out = {
@@ -655,6 +703,7 @@ def main(argv: list[str] | None = None) -> int:
                 "width": args.width,
                 "length": args.length,
                 "raw_count": args.raw_count,
+                "repeat": args.repeat,
             },
             "results": [asdict(f) for f in figures],
             "failures": failures,
