@@ -169,6 +169,9 @@ def upgrade() -> None:
     with op.batch_alter_table("task_instances", schema=None) as batch_op:
         batch_op.create_index(batch_op.f("ix_task_instances_owner"), ["owner"], unique=False)
         batch_op.create_index(
+            batch_op.f("ix_task_instances_run_id_task_id"), ["run_id", "task_id"], unique=False
+        )
+        batch_op.create_index(
             batch_op.f("ix_task_instances_state_ready_at"), ["state", "ready_at"], unique=False
         )
 
@@ -210,6 +213,7 @@ def downgrade() -> None:
     with op.batch_alter_table("task_instances", schema=None) as batch_op:
         batch_op.drop_index(batch_op.f("ix_task_instances_state_ready_at"))
         batch_op.drop_index(batch_op.f("ix_task_instances_owner"))
+        batch_op.drop_index(batch_op.f("ix_task_instances_run_id_task_id"))
 
     op.drop_table("task_instances")
     op.drop_table("workers")

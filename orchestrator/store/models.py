@@ -142,6 +142,7 @@ task_instances = Table(
     Column("result", Text),
     Column("error", Text),
     UniqueConstraint("run_pk", "task_id"),
+    Index(None, "run_id", "task_id"),
     Index(None, "state", "ready_at"),
     Index(None, "owner"),
 )
