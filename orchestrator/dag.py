@@ -110,8 +110,6 @@ class Task:
         timeout: timedelta | float | None = None,
         trigger_rule: str = "all_success",
         queue: str | None = None,
-        pool: str | None = None,
-        pool_slots: int = 1,
         description: str | None = None,
         env: dict[str, str] | None = None,
         where: tuple[str | None, int | None] | None = None,
@@ -148,10 +146,6 @@ class Task:
                 f"task {task_id!r}: unknown trigger_rule {trigger_rule!r} (one of: {rules})", where
             ) from None
         self.queue = _check_id("queue", queue or dag.default_queue, where)
-        self.pool = _check_id("pool", pool, where) if pool is not None else None
-        if not isinstance(pool_slots, int) or pool_slots < 1:
-            raise _fail(f"task {task_id!r}: pool_slots must be an integer >= 1", where)
-        self.pool_slots = pool_slots
         self.description = description
         self.env = dict(env or {})
         if command is not None:

@@ -63,8 +63,6 @@ def serialize_dag(dag: DAG) -> dict[str, Any]:
                 "timeout": _seconds(t.timeout),
                 "trigger_rule": t.trigger_rule,
                 "queue": t.queue,
-                "pool": t.pool,
-                "pool_slots": t.pool_slots,
                 "description": t.description,
                 "env": t.env,
                 "lineno": t.lineno,
@@ -112,8 +110,6 @@ class TaskSpec:
     timeout: timedelta | None
     trigger_rule: str
     queue: str
-    pool: str | None
-    pool_slots: int
     description: str | None
     env: dict[str, str]
     lineno: int | None
@@ -198,8 +194,6 @@ class DagSpec:
                 timeout=_td(t["timeout"]),
                 trigger_rule=t["trigger_rule"],
                 queue=t["queue"],
-                pool=t["pool"],
-                pool_slots=t["pool_slots"],
                 description=t["description"],
                 env=t.get("env") or {},
                 lineno=t["lineno"],

@@ -292,7 +292,6 @@ def test_valid_dag_ids(good):
         ({"retries": -2}, "task 't': retries must be an integer >= 0, got -2"),
         ({"timeout": "soon"}, "timeout must be a non-negative timedelta"),
         ({"queue": "no queue"}, "invalid queue 'no queue'"),
-        ({"pool_slots": 0}, "task 't': pool_slots must be an integer >= 1"),
         ({"command": "echo {{ ds "}, "task 't': bad command template: unexpected end"),
         ({"command": "echo {% if %}"}, "task 't': bad command template"),
         ({"command": "   "}, "task 't': command must be a non-empty string"),
