@@ -1,0 +1,63 @@
+"""The ``orchestrator`` command line.
+
+Exit status 0 on success; 1 with a one-line ``orchestrator: error: ...`` on bad input
+or a failed operation; 2 on a usage error. Every list/show command takes ``--json``,
+whose fields use the store's names (dag_id, run_id, logical_date, state, ...).
+
+Each command group lives in its own module with a ``register(subparsers, parents)``
+that adds its parsers and sets ``handler``; add a module to ``GROUPS`` to add a group.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+
+from sqlalchemy.exc import DBAPIError
+
+from orchestrator.cli import dags, processes, runs, tasks
+from orchestrator.cli.common import dispose_opened, load_settings, make_parents
+from orchestrator.errors import OrchestratorError
+
+GROUPS = (processes, dags, runs, tasks)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parents = make_parents()
+    parser = argparse.ArgumentParser(
+        prog="orchestrator",
+        description="A DAG workflow orchestrator and job scheduler.",
+        parents=[parents.common],
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for group in GROUPS:
+        group.register(sub, parents)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    level = (args.log_level or "INFO").upper()
+    logging.basicConfig(
+        level=getattr(logging, level, logging.INFO),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    if not getattr(args, "long_running", False):
+        logging.getLogger().setLevel(logging.WARNING if not args.log_level else level)
+    try:
+        settings = load_settings(args)
+        return args.handler(args, settings)
+    except OrchestratorError as exc:
+        print(f"orchestrator: error: {exc}", file=sys.stderr)
+        return 1
+    except DBAPIError as exc:
+        print(f"orchestrator: error: database: {str(exc.orig).splitlines()[0]}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        dispose_opened()

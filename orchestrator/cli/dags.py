@@ -1,0 +1,131 @@
+"""``orchestrator dags ...``: list, parse, show, errors, pause, unpause, trigger."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from orchestrator.cli.common import Parents, emit, format_table, open_store, parse_json_object
+from orchestrator.clock import SystemClock
+from orchestrator.errors import NotFoundError
+from orchestrator.settings import Settings
+
+
+def register(sub: Any, parents: Parents) -> None:
+    dags = sub.add_parser("dags", help="DAGs").add_subparsers(dest="action", required=True)
+    parents.add(dags, "list", "list DAGs", json_output=True)
+    parents.add(dags, "parse", "parse the dags folder now and store the result", json_output=True)
+    p = parents.add(dags, "show", "show one DAG: schedule, policies, tasks", json_output=True)
+    p.add_argument("dag_id")
+    parents.add(dags, "errors", "list import errors", json_output=True)
+    for action in ("pause", "unpause"):
+        p = parents.add(dags, action, f"{action} a DAG")
+        p.add_argument("dag_id")
+    p = parents.add(dags, "trigger", "create a manual run now", json_output=True)
+    p.add_argument("dag_id")
+    p.add_argument("--conf", default=None, help="JSON object of params, e.g. '{\"n\": 3}'")
+    for choice in dags.choices.values():
+        choice.set_defaults(handler=cmd_dags)
+
+
+def cmd_dags(args: argparse.Namespace, settings: Settings) -> int:
+    from orchestrator.processor import DagProcessor
+
+    store = open_store(settings)
+    now = SystemClock().now()
+    if args.action == "parse":
+        result = DagProcessor(store, settings).scan(now, force=True)
+        emit(
+            args,
+            result.__dict__
+            if args.json
+            else (
+                f"parsed {result.parsed} file(s): {result.dags} DAG(s), {result.errors} import error(s)"
+            ),
+        )
+        return 1 if result.errors else 0
+    if args.action == "list":
+        dags = [d.to_dict() for d in store.list_dags()]
+        emit(args, dags, dags, ("dag_id", "schedule", "is_paused", "next_logical_date", "fileloc"))
+        errors = store.import_errors()
+        if errors and not args.json:
+            print(
+                f"\n{len(errors)} import error(s): see 'orchestrator dags errors'", file=sys.stderr
+            )
+        return 0
+    if args.action == "errors":
+        errors = [e.to_dict() for e in store.import_errors()]
+        if args.json:
+            emit(args, errors)
+        elif not errors:
+            print("no import errors")
+        else:
+            for e in errors:
+                print(f"{e['fileloc']}\n  {e['message']}\n")
+        return 0
+    if args.action == "show":
+        dag = store.get_dag(args.dag_id)
+        spec = store.spec(dag.dag_id, dag.version_hash)
+        data = dag.to_dict() | {
+            "misfire": spec.misfire,
+            "max_active_runs": spec.max_active_runs,
+            "params": spec.params,
+            "tasks": [
+                {
+                    "task_id": t.task_id,
+                    "kind": t.kind,
+                    "upstream": list(t.upstream),
+                    "retries": t.retries,
+                    "trigger_rule": t.trigger_rule,
+                    "queue": t.queue,
+                }
+                for t in spec.tasks.values()
+            ],
+        }
+        if args.json:
+            emit(args, data)
+        else:
+            for key in (
+                "dag_id",
+                "description",
+                "fileloc",
+                "schedule",
+                "timezone",
+                "is_paused",
+                "next_logical_date",
+                "misfire",
+                "max_active_runs",
+                "params",
+            ):
+                print(f"{key:18} {data[key]}")
+            print()
+            print(
+                format_table(
+                    data["tasks"], ("task_id", "kind", "upstream", "retries", "trigger_rule")
+                )
+            )
+        return 0
+    if args.action in ("pause", "unpause"):
+        changed = store.set_paused(args.dag_id, args.action == "pause", now)
+        print(
+            f"DAG {args.dag_id} {'paused' if args.action == 'pause' else 'unpaused'}"
+            + ("" if changed else " (it already was)")
+        )
+        return 0
+    if args.action == "trigger":
+        conf = parse_json_object(args.conf, "--conf")
+        dag = store.get_dag(args.dag_id)
+        if not dag.is_active:
+            raise NotFoundError(
+                f"DAG {args.dag_id!r} is no longer defined ({dag.fileloc} was deleted or changed)"
+            )
+        run = store.trigger_run(args.dag_id, now, conf=conf)
+        if args.json:
+            emit(args, run.to_dict())
+        else:
+            print(f"created run {run.run_id} (state {run.state})")
+            if dag.is_paused:
+                print(f"DAG {args.dag_id} is paused: the run starts when it is unpaused")
+        return 0
+    raise AssertionError(args.action)

@@ -1,0 +1,92 @@
+"""``orchestrator tasks ...``: list, test, logs, clear."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from orchestrator.cli.common import Parents, emit, open_store, parse_json_object
+from orchestrator.clock import SystemClock
+from orchestrator.errors import NotFoundError
+from orchestrator.settings import Settings
+
+
+def register(sub: Any, parents: Parents) -> None:
+    tasks = sub.add_parser("tasks", help="task instances").add_subparsers(
+        dest="action", required=True
+    )
+    p = parents.add(tasks, "list", "list the task instances of a run", json_output=True)
+    p.add_argument("run_id")
+    p = parents.add(
+        tasks, "test", "run one task in this process, without touching the store", json_output=True
+    )
+    p.add_argument("dag_id")
+    p.add_argument("task_id")
+    p.add_argument("--logical-date", default=None, help="ISO date or datetime (default: now)")
+    p.add_argument("--params", default=None, help="JSON object merged over the DAG's params")
+    p = parents.add(tasks, "logs", "print a try's log", json_output=True)
+    p.add_argument("run_id")
+    p.add_argument("task_id")
+    p.add_argument("--try", dest="try_number", type=int, default=None, help="default: latest")
+    p = parents.add(tasks, "clear", "reset a finished task so it runs again", json_output=True)
+    p.add_argument("run_id")
+    p.add_argument("task_id")
+    p.add_argument("--downstream", action="store_true", help="also clear its downstream tasks")
+    for choice in tasks.choices.values():
+        choice.set_defaults(handler=cmd_tasks)
+
+
+def cmd_tasks(args: argparse.Namespace, settings: Settings) -> int:
+    if args.action == "test":
+        from orchestrator.tasktest import run_task_test
+
+        params = parse_json_object(args.params, "--params")
+        return run_task_test(settings, args.dag_id, args.task_id, args.logical_date, params)
+    store = open_store(settings)
+    if args.action == "list":
+        store.get_run(args.run_id)
+        tis = [t.to_dict() for t in store.task_instances(args.run_id)]
+        emit(
+            args,
+            tis,
+            tis,
+            ("task_id", "state", "try_number", "max_tries", "start_date", "end_date", "owner"),
+        )
+        return 0
+    if args.action == "logs":
+        store.task_instance(args.run_id, args.task_id)
+        tries = store.tries(args.run_id, args.task_id)
+        if not tries:
+            raise NotFoundError(f"task {args.task_id!r} of run {args.run_id!r} has not started yet")
+        chosen = (
+            tries[-1]
+            if args.try_number is None
+            else next((t for t in tries if t.try_number == args.try_number), None)
+        )
+        if chosen is None:
+            raise NotFoundError(
+                f"task {args.task_id!r} has no try {args.try_number} (tries: 1..{tries[-1].try_number})"
+            )
+        path = Path(settings.log_dir) / (chosen.log_path or "")
+        text = path.read_text(errors="replace") if path.is_file() else ""
+        if args.json:
+            emit(args, chosen.to_dict() | {"log": text})
+        else:
+            sys.stdout.write(text or f"(no log at {path})\n")
+        return 0
+    if args.action == "clear":
+        cleared = store.clear_task(
+            args.run_id, args.task_id, SystemClock().now(), downstream=args.downstream
+        )
+        if args.json:
+            emit(args, {"run_id": args.run_id, "cleared": cleared})
+        else:
+            print(
+                f"cleared {', '.join(cleared)}"
+                if cleared
+                else "nothing to clear: the task is not finished"
+            )
+        return 0
+    raise AssertionError(args.action)
