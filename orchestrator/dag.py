@@ -34,6 +34,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import networkx as nx
 
+from orchestrator.alerts.model import alert_options
 from orchestrator.errors import DagDefinitionError
 from orchestrator.retry import RetryPolicy
 from orchestrator.schedule import Schedule, ScheduleError, parse_schedule
@@ -112,6 +113,10 @@ class Task:
         queue: str | None = None,
         description: str | None = None,
         env: dict[str, str] | None = None,
+        alerts: Iterable[Any] | None = None,
+        on_failure: Callable[..., Any] | None = None,
+        on_retry: Callable[..., Any] | None = None,
+        branch: bool = False,
         where: tuple[str | None, int | None] | None = None,
     ) -> None:
         where = where or _caller()
@@ -148,6 +153,15 @@ class Task:
         self.queue = _check_id("queue", queue or dag.default_queue, where)
         self.description = description
         self.env = dict(env or {})
+        # a branch task returns the task id (or list of ids) of the direct downstream
+        # tasks to follow; its other direct downstream tasks are skipped
+        self.branch = bool(branch)
+        if self.branch and fn is None:
+            raise _fail(f"task {task_id!r}: only a Python task can be a branch", where)
+        hooks = {"on_failure": on_failure, "on_retry": on_retry}
+        self.alerts, _, self.callbacks = alert_options(
+            f"task {task_id!r}", alerts, None, hooks, where
+        )
         if command is not None:
             if not isinstance(command, str) or not command.strip():
                 raise _fail(f"task {task_id!r}: command must be a non-empty string", where)
@@ -257,8 +271,8 @@ class DAG:
         misfire: str = "coalesce",
         misfire_grace: timedelta | float = timedelta(minutes=5),
         catchup_window: timedelta | float | None = None,
-        max_active_runs: int = 16,
-        overlap: str = "queue",
+        max_active_runs: int | None = None,
+        overlap: str = "allow",
         default_retries: int = 0,
         retry_delay: timedelta | float = timedelta(seconds=30),
         retry_exponential: bool = True,
@@ -266,6 +280,12 @@ class DAG:
         default_timeout: timedelta | float | None = None,
         default_queue: str = "default",
         paused: bool = False,
+        alerts: Iterable[Any] | None = None,
+        deadline: timedelta | float | None = None,
+        on_failure: Callable[..., Any] | None = None,
+        on_success: Callable[..., Any] | None = None,
+        on_retry: Callable[..., Any] | None = None,
+        on_missed: Callable[..., Any] | None = None,
     ) -> None:
         where = _caller()
         self.fileloc, self.lineno = where
@@ -293,8 +313,20 @@ class DAG:
             raise _fail(
                 f"DAG {dag_id!r}: overlap must be one of {OVERLAP_POLICIES}, got {overlap!r}", where
             )
-        if not isinstance(max_active_runs, int) or max_active_runs < 1:
+        if max_active_runs is None:
+            max_active_runs = 16 if overlap == "allow" else 1
+        if (
+            not isinstance(max_active_runs, int)
+            or isinstance(max_active_runs, bool)
+            or max_active_runs < 1
+        ):
             raise _fail(f"DAG {dag_id!r}: max_active_runs must be an integer >= 1", where)
+        if overlap != "allow" and max_active_runs != 1:
+            raise _fail(
+                f"DAG {dag_id!r}: max_active_runs={max_active_runs} needs overlap='allow'; "
+                f"overlap={overlap!r} runs one run at a time",
+                where,
+            )
         self.misfire = misfire
         self.misfire_grace = _as_timedelta("misfire_grace", misfire_grace, where)
         self.catchup_window = _as_timedelta("catchup_window", catchup_window, where)
@@ -313,6 +345,11 @@ class DAG:
         self.default_timeout = _as_timedelta("default_timeout", default_timeout, where)
         self.default_queue = default_queue
         self.paused = bool(paused)
+        hooks = {"on_failure": on_failure, "on_success": on_success}
+        hooks.update(on_retry=on_retry, on_missed=on_missed)
+        self.alerts, self.deadline, self.callbacks = alert_options(
+            f"DAG {dag_id!r}", alerts, deadline, hooks, where
+        )
         try:
             self.schedule: Schedule = parse_schedule(
                 schedule, timezone=self.timezone, start=self.start_date, end=self.end_date
@@ -443,3 +480,19 @@ def task(fn: Callable[..., Any] | None = None, **options: Any) -> Any:
     give each an id: ``task(task_id=f"load_{n}")(load)``.
     """
     return _make_task_decorator(None, fn, options)
+
+
+def _branch(fn: Callable[..., Any] | None = None, **options: Any) -> Any:
+    """``@task.branch``: a task that returns which direct downstream task(s) to follow.
+
+    Return a task id, a list of ids, or None/[] to follow none; every other direct
+    downstream task is skipped, and the skip propagates by trigger rule::
+
+        @task.branch
+        def pick(ctx):
+            return "full_load" if ctx.params["full"] else "delta_load"
+    """
+    return _make_task_decorator(None, fn, {**options, "branch": True})
+
+
+task.branch = _branch  # type: ignore[attr-defined]

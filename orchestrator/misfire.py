@@ -103,3 +103,70 @@ def plan(
             )
         )
     return Plan(keep, new_cursor, decisions)
+
+
+def missed_summary(
+    schedule: Schedule,
+    policy: str,
+    cursor: datetime | None,
+    now: datetime,
+    *,
+    grace: timedelta,
+    catchup_window: timedelta | None,
+    has_history: bool,
+    limit: int = 100_000,
+) -> dict:
+    """What the next scheduler tick would do with the fire times due by ``now``.
+
+    Runs :func:`plan` to completion (as repeated ticks at ``now`` would) and counts:
+    ``missed`` (due fire times), ``run`` (runs it would create), ``expired``,
+    ``coalesced``, ``skipped``, plus ``first_run``/``last_run`` and a ``text`` line.
+    """
+    start = schedule.first() if cursor is None and not has_history else cursor
+    due = [] if start is None or start > now else schedule.fire_times(start, now, limit=limit)
+    runs: list[datetime] = []
+    expired = 0
+    c = cursor
+    for _ in range(limit):
+        p = plan(
+            schedule,
+            policy,
+            c,
+            now,
+            grace=grace,
+            catchup_window=catchup_window,
+            has_history=has_history,
+            batch=limit,
+        )
+        if p is None:
+            break
+        runs += p.fire_times
+        if any(kind == "fire_expired" for kind, _ in p.decisions):
+            oldest = now - catchup_window if catchup_window is not None else now
+            expired = sum(t < oldest for t in due)
+        if p.new_cursor is None or p.new_cursor == c or p.new_cursor > now:
+            break
+        c = p.new_cursor
+    rest = len(due) - len(runs) - expired
+    out = {
+        "missed": len(due),
+        "run": len(runs),
+        "expired": expired,
+        "coalesced": rest if policy == "coalesce" else 0,
+        "skipped": rest if policy == "skip" else 0,
+        "first_run": runs[0].isoformat() if runs else None,
+        "last_run": runs[-1].isoformat() if runs else None,
+    }
+    if not due:
+        out["text"] = "no fire time is due"
+        return out
+    parts = [f"{len(due)} fire time(s) due since {due[0].isoformat()}: misfire={policy!r}"]
+    parts.append(f"would run {len(runs)}" + (f" (latest {runs[-1].isoformat()})" if runs else ""))
+    if expired:
+        parts.append(f"drop {expired} older than catchup_window {catchup_window}")
+    if out["coalesced"]:
+        parts.append(f"coalesce {out['coalesced']}")
+    if out["skipped"]:
+        parts.append(f"skip {out['skipped']}")
+    out["text"] = ", ".join(parts)
+    return out

@@ -222,10 +222,10 @@ def _wall_stream(
             w = step(datetime)
         except CroniterBadDateError:
             return
-        yield _to_utc(w, tz, fold)
+        yield to_utc(w, tz, fold)
 
 
-def _to_utc(wall: datetime, tz: ZoneInfo, fold: int) -> datetime:
+def to_utc(wall: datetime, tz: ZoneInfo, fold: int = 0) -> datetime:
     """UTC instant of a naive wall time; a nonexistent one maps to the end of its gap."""
     t = wall.replace(tzinfo=tz, fold=fold).astimezone(UTC)
     if t.astimezone(tz).replace(tzinfo=None) == wall:

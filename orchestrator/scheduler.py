@@ -84,6 +84,7 @@ class Scheduler:
                 break
             if finished:  # a finished run may free a max_active_runs slot
                 result.runs_started += self.store.start_queued_runs(now)
+        self.store.finish_backfills(now)
         if result.released and self.on_release is not None:
             self.on_release.set()
         return result

@@ -14,6 +14,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from orchestrator.alerts.delivery import start_alert_thread
 from orchestrator.clock import Clock, SystemClock
 from orchestrator.processor import DagProcessor
 from orchestrator.scheduler import Scheduler
@@ -62,6 +63,63 @@ def run_processor(
         stop.wait(settings.parse_interval)
 
 
+def run_scheduler(
+    store: Store, settings: Settings, stop: threading.Event, *, clock: Clock | None = None
+) -> None:
+    """A scheduler process: the DAG processor thread and the scheduler loop.
+
+    On PostgreSQL it wakes when a worker NOTIFYs that a try finished, and NOTIFYs the
+    workers when it released tasks; the leader lease is judged by the database clock.
+    """
+    from orchestrator import wakeup
+
+    clock = clock or SystemClock()
+    store.db_clock = True
+    wake = threading.Event()
+    notifier = wakeup.Notifier(store.url)
+    listener = wakeup.Listener(store.url, {wakeup.FINISHED: wake}).start()
+    processor = DagProcessor(store, settings)
+    _thread("processor", run_processor, processor, clock, settings, stop, wake)
+    start_alert_thread(store, clock, settings, stop)  # alerts never run in the tick
+    scheduler = Scheduler(
+        store, clock, settings, wake=wake, on_release=notifier.event(wakeup.TASKS)
+    )
+    try:
+        scheduler.run_forever(stop)
+    finally:
+        listener.stop()
+        notifier.close()
+
+
+def run_worker(
+    store: Store,
+    settings: Settings,
+    queues: tuple[str, ...],
+    stop: threading.Event,
+    *,
+    clock: Clock | None = None,
+) -> None:
+    """A worker process; on PostgreSQL it wakes on NOTIFY when tasks are released."""
+    from orchestrator import wakeup
+
+    wake = threading.Event()
+    notifier = wakeup.Notifier(store.url)
+    listener = wakeup.Listener(store.url, {wakeup.TASKS: wake}).start()
+    worker = Worker(
+        store,
+        clock or SystemClock(),
+        settings,
+        queues=queues,
+        wake=wake,
+        on_finish=notifier.event(wakeup.FINISHED),
+    )
+    try:
+        worker.run_forever(stop)
+    finally:
+        listener.stop()
+        notifier.close()
+
+
 def _thread(name: str, target: Callable[..., None], *args: Any) -> threading.Thread:
     t = threading.Thread(target=target, args=args, name=name, daemon=True)
     t.start()
@@ -79,6 +137,7 @@ def standalone(
     stop = stop or threading.Event()
     upgrade(settings.database_url)
     store = Store(settings.database_url)
+    store.db_clock = True
     processor = DagProcessor(store, settings)
     sched_wake, worker_wake = threading.Event(), threading.Event()
     scheduler = Scheduler(store, clock, settings, wake=sched_wake, on_release=worker_wake)
@@ -92,6 +151,7 @@ def standalone(
         _thread("scheduler", scheduler.run_forever, stop),
         _thread("worker", worker.run_forever, stop),
     ]
+    threads.append(start_alert_thread(store, clock, settings, stop))
     app = create_app(settings, store)
 
     def ready(url: str) -> None:

@@ -26,11 +26,29 @@ FIELDS: dict[str, tuple[type, Any, str]] = {
     "worker_concurrency": (int, 4, "task processes per worker"),
     "scheduler_interval": (float, 1.0, "the longest the scheduler sleeps between ticks"),
     "worker_poll_seconds": (float, 1.0, "the longest an idle worker waits before polling"),
+    "drain_seconds": (
+        float,
+        60.0,
+        "on SIGTERM, how long a worker lets running tasks finish before handing them back",
+    ),
     "parse_timeout": (float, 30.0, "seconds a DAG file may take to import"),
     "parse_interval": (float, 10.0, "seconds between scans of the dags folder"),
     "max_result_bytes": (int, 65536, "largest JSON return value a task may hand downstream"),
     "web_host": (str, "127.0.0.1", "address the web UI binds to"),
     "web_port": (int, 8080, "port of the web UI"),
+    "backfill_max_runs": (
+        int,
+        1000,
+        "most runs one backfill may create without --yes (a typo in a date costs nothing)",
+    ),
+    "alert_webhook": (str, None, "URL every alert of every DAG is POSTed to (JSON)"),
+    "alert_email": (str, None, "comma-separated addresses every alert is mailed to"),
+    "smtp_host": (str, "localhost", "SMTP server for email alerts"),
+    "smtp_port": (int, 25, "port of the SMTP server"),
+    "smtp_from": (str, "orchestrator@localhost", "sender address of email alerts"),
+    "alert_timeout": (float, 10.0, "seconds one webhook or SMTP attempt may take"),
+    "alert_max_attempts": (int, 5, "attempts to deliver an alert before giving up"),
+    "alert_interval": (float, 5.0, "seconds between alert watchdog checks"),
 }
 
 
@@ -44,11 +62,21 @@ class Settings:
     worker_concurrency: int
     scheduler_interval: float
     worker_poll_seconds: float
+    drain_seconds: float
     parse_timeout: float
     parse_interval: float
     max_result_bytes: int
     web_host: str
     web_port: int
+    backfill_max_runs: int
+    alert_webhook: str | None
+    alert_email: str | None
+    smtp_host: str
+    smtp_port: int
+    smtp_from: str
+    alert_timeout: float
+    alert_max_attempts: int
+    alert_interval: float
 
     @property
     def log_dir(self) -> str:

@@ -21,6 +21,7 @@ from typing import Any
 
 import networkx as nx
 
+from orchestrator.alerts.model import serialized
 from orchestrator.dag import DAG
 from orchestrator.retry import RetryPolicy
 from orchestrator.schedule import Schedule, parse_schedule
@@ -66,6 +67,8 @@ def serialize_dag(dag: DAG) -> dict[str, Any]:
                 "description": t.description,
                 "env": t.env,
                 "lineno": t.lineno,
+                "branch": t.branch,
+                **serialized(t.alerts, t.callbacks),
             }
         )
     return {
@@ -86,6 +89,8 @@ def serialize_dag(dag: DAG) -> dict[str, Any]:
         "overlap": dag.overlap,
         "paused_at_creation": dag.paused,
         "tasks": tasks,
+        **serialized(dag.alerts, dag.callbacks),
+        **({"deadline": _seconds(dag.deadline)} if dag.deadline else {}),
     }
 
 
@@ -113,6 +118,9 @@ class TaskSpec:
     description: str | None
     env: dict[str, str]
     lineno: int | None
+    branch: bool = False
+    alerts: tuple[dict[str, Any], ...] = ()
+    callbacks: tuple[str, ...] = ()
 
     @property
     def max_tries(self) -> int:
@@ -146,6 +154,9 @@ class DagSpec:
     overlap: str
     paused_at_creation: bool
     tasks: dict[str, TaskSpec]
+    alerts: tuple[dict[str, Any], ...] = ()
+    callbacks: tuple[str, ...] = ()
+    deadline: timedelta | None = None
 
     @cached_property
     def schedule(self) -> Schedule:
@@ -178,6 +189,29 @@ class DagSpec:
     def leaves(self) -> tuple[str, ...]:
         return tuple(t for t, d in self.downstream.items() if not d)
 
+    def branch_targets(self, task_id: str, result: str | None) -> tuple[str, ...]:
+        """The direct downstream tasks a branch task chose, from its JSON result.
+
+        The result must be a task id, a list of ids, or null/[] (follow none), each a
+        direct downstream task of ``task_id``; otherwise ValueError says what is wrong.
+        """
+        value = None if result is None else json.loads(result)
+        chosen = [value] if isinstance(value, str) else value
+        if chosen is None:
+            chosen = []
+        down = self.downstream[task_id]
+        if not isinstance(chosen, list) or not all(isinstance(c, str) for c in chosen):
+            raise ValueError(
+                f"branch task {task_id!r} must return a task id or a list of task ids, got {result}"
+            )
+        unknown = [c for c in chosen if c not in down]
+        if unknown:
+            raise ValueError(
+                f"branch task {task_id!r} returned {', '.join(map(repr, unknown))}, not a "
+                f"direct downstream task (one of: {', '.join(down) or 'none'})"
+            )
+        return tuple(dict.fromkeys(chosen))
+
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> DagSpec:
         tasks = {}
@@ -197,6 +231,9 @@ class DagSpec:
                 description=t["description"],
                 env=t.get("env") or {},
                 lineno=t["lineno"],
+                branch=t.get("branch", False),
+                alerts=tuple(t.get("alerts") or ()),
+                callbacks=tuple(t.get("callbacks") or ()),
             )
         return cls(
             dag_id=data["dag_id"],
@@ -215,8 +252,62 @@ class DagSpec:
             overlap=data["overlap"],
             paused_at_creation=data["paused_at_creation"],
             tasks=tasks,
+            alerts=tuple(data.get("alerts") or ()),
+            callbacks=tuple(data.get("callbacks") or ()),
+            deadline=_td(data.get("deadline")),
         )
 
     @classmethod
     def from_json(cls, text: str) -> DagSpec:
         return cls.from_dict(json.loads(text))
+
+
+_JSON_TYPES: tuple[tuple[type, str], ...] = (
+    (bool, "a boolean"),
+    (int, "an integer"),
+    (float, "a number"),
+    (str, "a string"),
+    (list, "a list"),
+    (dict, "an object"),
+)
+
+
+def _json_type(value: Any) -> str | None:
+    for kind, name in _JSON_TYPES:
+        if isinstance(value, kind):
+            return name
+    return None  # null: any value is accepted
+
+
+def validate_conf(spec: DagSpec, conf: Any) -> dict[str, Any]:
+    """Check a run's ``conf`` against the DAG's declared params; return the merged params.
+
+    Every key must be a declared param, and its value must have the JSON type of the
+    param's default (an integer is accepted for a number; a param whose default is
+    None accepts anything). Errors name the DAG and the param.
+
+    >>> spec = DagSpec.from_dict({**_EXAMPLE, "params": {"n": 1}})  # doctest: +SKIP
+    >>> validate_conf(spec, {"n": "x"})                                  # doctest: +SKIP
+    ConfigError: DAG 'd': param 'n' must be an integer (like its default 1), got a string 'x'
+    """
+    from orchestrator.errors import ConfigError
+
+    if not isinstance(conf, dict):
+        raise ConfigError(
+            f"DAG {spec.dag_id!r}: conf must be a JSON object, got {type(conf).__name__}"
+        )
+    for key, value in conf.items():
+        if key not in spec.params:
+            declared = ", ".join(sorted(spec.params)) or "none"
+            raise ConfigError(
+                f"DAG {spec.dag_id!r}: unknown param {key!r} (declared params: {declared})"
+            )
+        want = _json_type(spec.params[key])
+        got = _json_type(value)
+        if want is None or got == want or (want == "a number" and got == "an integer"):
+            continue
+        raise ConfigError(
+            f"DAG {spec.dag_id!r}: param {key!r} must be {want} (like its default "
+            f"{json.dumps(spec.params[key])}), got {got or 'null'} {json.dumps(value)}"
+        )
+    return {**spec.params, **conf}

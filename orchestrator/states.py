@@ -56,7 +56,13 @@ TASK_TRANSITIONS: dict[TaskState, frozenset[TaskState]] = {
     ),
     TaskState.QUEUED: frozenset({TaskState.RUNNING, TaskState.CANCELLED, TaskState.SCHEDULED}),
     TaskState.RUNNING: frozenset(
-        {TaskState.SUCCESS, TaskState.FAILED, TaskState.UP_FOR_RETRY, TaskState.CANCELLED}
+        {
+            TaskState.SUCCESS,
+            TaskState.FAILED,
+            TaskState.UP_FOR_RETRY,
+            TaskState.CANCELLED,
+            TaskState.QUEUED,  # handed back by a worker shutting down
+        }
     ),
     TaskState.UP_FOR_RETRY: frozenset({TaskState.RUNNING, TaskState.CANCELLED}),
     # finished states may only be cleared back to scheduled

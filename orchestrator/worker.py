@@ -47,6 +47,8 @@ class _Slot:
     conn: Connection
     claim: Claim | None = None
     deadline: float | None = None  # monotonic
+    timeout: float | None = None  # seconds, for the message
+    confirmed: float = 0.0  # monotonic time the lease was last confirmed (claim, heartbeat)
 
     def kill(self) -> None:
         pid = self.process.pid
@@ -87,6 +89,9 @@ class Worker:
         self._busy: list[_Slot] = []
         self._last_heartbeat = time.monotonic()
         self._registered = False
+        self.draining = False
+        # finished tries not yet recorded: (claim, ok, result-or-error, exit, try_state, at)
+        self._outbox: list[tuple[Claim, bool, Any, int | None, str, datetime]] = []
 
     # -- children --------------------------------------------------------------------------
     def _spawn(self) -> _Slot:
@@ -124,8 +129,12 @@ class Worker:
         activity = self._collect(now, wait_seconds)
         self._enforce_timeouts(now)
         if time.monotonic() - self._last_heartbeat >= self.settings.heartbeat_seconds:
-            self.heartbeat(now)
-        free = self.concurrency - len(self._busy)
+            try:
+                self.heartbeat(now)
+            except Exception as exc:  # noqa: BLE001 - the database may be down: fence below
+                log.warning("heartbeat failed (%s); will retry", str(exc).splitlines()[0])
+        self._self_fence()
+        free = 0 if self.draining else self.concurrency - len(self._busy)
         if free > 0:
             claims = self.store.claim(self.id, now, self.lease, limit=free, queues=self.queues)
             for claim in claims:
@@ -136,10 +145,14 @@ class Worker:
     def heartbeat(self, now: datetime) -> None:
         held = {(s.claim.ti_id, s.claim.try_number) for s in self._busy if s.claim}
         self._last_heartbeat = time.monotonic()
+        started = time.monotonic()
         self.store.worker_alive(self.id, now)
         if not held:
             return
         kept = self.store.heartbeat(self.id, held, now, self.lease)
+        for slot in self._busy:
+            if slot.claim and (slot.claim.ti_id, slot.claim.try_number) in kept:
+                slot.confirmed = started
         for slot in list(self._busy):
             if slot.claim and (slot.claim.ti_id, slot.claim.try_number) not in kept:
                 log.error(
@@ -148,6 +161,29 @@ class Worker:
                     slot.claim.run_id,
                     slot.claim.task_id,
                     slot.claim.try_number,
+                )
+                self._busy.remove(slot)
+                slot.kill()
+
+    def _self_fence(self) -> None:
+        """Stop tries whose lease could not be confirmed in time, before it can expire.
+
+        If heartbeats fail (database unreachable, network cut), the scheduler will soon
+        reap these leases and another worker will run the tasks: this worker must not
+        still be running them then. The margin is a fifth of the lease.
+        """
+        limit = self.settings.lease_seconds * 0.8
+        mono = time.monotonic()
+        for slot in list(self._busy):
+            if slot.claim is not None and mono - slot.confirmed > limit:
+                log.error(
+                    "cannot confirm the lease of dag_id=%s run_id=%s task_id=%s try=%s for "
+                    "%.0fs: stopping it before the lease expires",
+                    slot.claim.dag_id,
+                    slot.claim.run_id,
+                    slot.claim.task_id,
+                    slot.claim.try_number,
+                    mono - slot.confirmed,
                 )
                 self._busy.remove(slot)
                 slot.kill()
@@ -185,15 +221,19 @@ class Worker:
         }
         slot = self._free_slot()
         slot.claim = claim
+        slot.confirmed = time.monotonic()
         timeout = task.timeout.total_seconds() if task.timeout else None
         slot.deadline = time.monotonic() + timeout if timeout else None
+        slot.timeout = timeout
         try:
             slot.conn.send(job)
         except (BrokenPipeError, OSError):
             slot.kill()
             slot = self._spawn()
             slot.claim = claim
+            slot.confirmed = time.monotonic()
             slot.deadline = time.monotonic() + timeout if timeout else None
+            slot.timeout = timeout
             slot.conn.send(job)
         self._busy.append(slot)
         log.info(
@@ -231,22 +271,46 @@ class Worker:
                 code = slot.process.exitcode
                 slot.kill()
                 reason = _describe_exit(code)
-                self.store.finish_failure(
-                    claim, f"the task process died: {reason}", code, now, try_state="crashed"
+                self._outbox.append(
+                    (claim, False, f"the task process died: {reason}", code, "crashed", now)
                 )
             else:
                 slot.claim, slot.deadline = None, None
                 self._idle.append(slot)
                 if outcome["ok"]:
-                    self.store.finish_success(claim, outcome.get("result"), now)
+                    self._outbox.append((claim, True, outcome.get("result"), 0, "success", now))
                 else:
-                    self.store.finish_failure(
-                        claim, outcome["error"], outcome.get("exit_status"), now
+                    self._outbox.append(
+                        (claim, False, outcome["error"], outcome.get("exit_status"), "failed", now)
                     )
             done += 1
-        if done and self.on_finish is not None:
-            self.on_finish.set()
+        self._flush()
         return done
+
+    def _flush(self) -> int:
+        """Record finished tries, oldest first. If the database is unreachable, keep them
+        and try again next tick: an outcome is never dropped because of an outage."""
+        recorded = 0
+        while self._outbox:
+            claim, ok, payload, exit_status, try_state, at = self._outbox[0]
+            try:
+                if ok:
+                    self.store.finish_success(claim, payload, at)
+                else:
+                    self.store.finish_failure(claim, payload, exit_status, at, try_state=try_state)
+            except Exception as exc:  # noqa: BLE001 - database down: retry next tick
+                log.warning(
+                    "cannot record %d finished tr%s yet (%s); will retry",
+                    len(self._outbox),
+                    "y" if len(self._outbox) == 1 else "ies",
+                    str(exc).splitlines()[0],
+                )
+                break
+            self._outbox.pop(0)
+            recorded += 1
+        if recorded and self.on_finish is not None:
+            self.on_finish.set()
+        return recorded
 
     def _enforce_timeouts(self, now: datetime) -> None:
         mono = time.monotonic()
@@ -255,20 +319,17 @@ class Worker:
                 claim = slot.claim
                 self._busy.remove(slot)
                 slot.kill()
-                spec = self.store.spec(claim.dag_id, claim.version_hash)
-                limit = spec.tasks[claim.task_id].timeout
-                self.store.finish_failure(
-                    claim, f"timed out after {limit} and was killed", None, now, try_state="timeout"
-                )
-                if self.on_finish is not None:
-                    self.on_finish.set()
+                limit = timedelta(seconds=round(slot.timeout or 0, 3))
+                message = f"timed out after {limit} and was killed"
+                self._outbox.append((claim, False, message, None, "timeout", now))
+        self._flush()
 
     def run_until_idle(self, timeout: float = 120.0) -> None:
         """Burst mode: work until nothing is running or claimable (for tests and tools)."""
         end = time.monotonic() + timeout
         while time.monotonic() < end:
             activity = self.tick(self.clock.now(), wait_seconds=0.05)
-            if not activity and not self._busy:
+            if not activity and not self._busy and not self._outbox:
                 return
         raise TimeoutError(f"worker still busy after {timeout}s")
 
@@ -294,7 +355,38 @@ class Worker:
             except Exception:
                 log.exception("worker tick failed; retrying")
                 stop.wait(1.0)
+        self.drain()
         self.close()
+
+    def drain(self, timeout: float | None = None) -> None:
+        """Stop claiming; let running tries finish for ``drain_seconds``; hand back the rest.
+
+        A handed-back task instance is queued again at once for another worker, and the
+        interrupted try does not count against its retries.
+        """
+        self.draining = True
+        timeout = self.settings.drain_seconds if timeout is None else timeout
+        if self._busy:
+            log.info(
+                "draining: waiting up to %.0fs for %d running task(s)", timeout, len(self._busy)
+            )
+        end = time.monotonic() + timeout
+        while self._busy and time.monotonic() < end:
+            try:
+                self.tick(self.clock.now(), wait_seconds=0.2)
+            except Exception:  # noqa: BLE001
+                log.exception("worker tick failed while draining")
+                time.sleep(0.5)
+        for slot in list(self._busy):
+            self._busy.remove(slot)
+            slot.kill()
+            claim = slot.claim
+            if claim is None:
+                continue
+            try:
+                self.store.hand_back(claim, self.clock.now())
+            except Exception:  # noqa: BLE001 - its lease will expire and it will be retried
+                log.exception("could not hand back task_id=%s", claim.task_id)
 
     def close(self) -> None:
         """Stop all children. Running tries are abandoned; their leases will expire."""

@@ -57,7 +57,7 @@ def pg_database() -> Iterator[str]:
             pytest.fail(f"PostgreSQL is required (ORCHESTRATOR_REQUIRE_POSTGRES=1): {problem}")
         pytest.skip(f"PostgreSQL not available: {problem}")
     name = f"orch_test_{os.getpid()}_{uuid.uuid4().hex[:6]}"
-    admin = create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
+    admin = create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT", pool_pre_ping=True)
     with admin.connect() as conn:
         conn.execute(text(f'CREATE DATABASE "{name}"'))
     url = PG_ADMIN_URL.rsplit("/", 1)[0] + "/" + name

@@ -16,11 +16,13 @@ from flask import Flask, current_app, jsonify, render_template, request
 from werkzeug.exceptions import HTTPException
 from werkzeug.wrappers import Response
 
-from orchestrator.errors import NotFoundError
+from orchestrator.clock import Clock, SystemClock
+from orchestrator.errors import ConfigError, NotFoundError, StateError
 from orchestrator.settings import Settings
 from orchestrator.store import Store
 from webui import formatting
 from webui.secret import load_or_create_secret
+from webui.security import check_request, csrf_token, current_user, is_loopback
 
 STORE_KEY = "orchestrator_store"
 
@@ -34,11 +36,19 @@ SECURITY_HEADERS = {
 }
 
 
-def create_app(settings: Settings, store: Store | None = None) -> Flask:
+def create_app(
+    settings: Settings,
+    store: Store | None = None,
+    *,
+    clock: Clock | None = None,
+    login_required: bool | None = None,
+) -> Flask:
     """Build the web UI for ``settings``; ``store`` defaults to one on settings.database_url.
 
     The secret key comes from ``<settings.state_dir>/webui_secret`` (created on first
-    use). A store passed in stays the caller's to dispose of.
+    use). A store passed in stays the caller's to dispose of. A login is required
+    when ``settings.web_host`` is not a loopback address (``login_required``
+    overrides that, for tests).
     """
     app = Flask(__name__)
     app.config.update(
@@ -49,28 +59,45 @@ def create_app(settings: Settings, store: Store | None = None) -> Flask:
     app.json.sort_keys = False  # type: ignore[attr-defined]
     app.extensions[STORE_KEY] = store if store is not None else Store(settings.database_url)
     app.extensions["orchestrator_settings"] = settings
+    app.extensions["orchestrator_clock"] = clock or SystemClock()
+    app.config["LOGIN_REQUIRED"] = (
+        not is_loopback(settings.web_host) if login_required is None else login_required
+    )
 
     app.add_template_filter(formatting.in_zone, "in_zone")
     app.add_template_filter(formatting.utc, "utc")
     app.add_template_filter(formatting.iso, "iso")
     app.add_template_filter(formatting.state_class, "state_class")
     app.add_template_global(formatting.duration, "duration")
+    app.add_template_global(csrf_token, "csrf_token")
+    app.add_template_global(current_user, "current_user")
 
-    from webui.views import api, health, pages
+    from webui.views import actions, api, api_actions, auth, dags, events, health, metrics, runs
 
-    app.register_blueprint(pages.bp)
-    app.register_blueprint(api.bp)
-    app.register_blueprint(health.bp)
+    for module in (dags, runs, events, actions, auth, api, api_actions, health, metrics):
+        app.register_blueprint(module.bp)
 
+    app.before_request(check_request)
     app.after_request(_security_headers)
     app.register_error_handler(HTTPException, _http_error)
     app.register_error_handler(NotFoundError, _not_found)
+    app.register_error_handler(StateError, _conflict)
+    app.register_error_handler(ConfigError, _bad_request)
     return app
 
 
 def get_store() -> Store:
     """The store of the app handling the current request."""
     return current_app.extensions[STORE_KEY]
+
+
+def get_settings() -> Settings:
+    return current_app.extensions["orchestrator_settings"]
+
+
+def now() -> Any:
+    """The current time from the app's clock (a fake one in tests)."""
+    return current_app.extensions["orchestrator_clock"].now()
 
 
 def _security_headers(response: Response) -> Response:
@@ -96,3 +123,11 @@ def _http_error(exc: HTTPException) -> Any:
 
 def _not_found(exc: NotFoundError) -> Any:
     return _error(404, "Not Found", str(exc))
+
+
+def _conflict(exc: StateError) -> Any:
+    return _error(409, "Conflict", str(exc))
+
+
+def _bad_request(exc: ConfigError) -> Any:
+    return _error(400, "Bad Request", str(exc))

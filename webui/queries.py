@@ -1,7 +1,9 @@
 """Read queries the web UI needs that the store does not offer (yet).
 
 Plain SQLAlchemy Core over :mod:`orchestrator.store.models`, inside the store's
-read transactions; records, not rows, come out. Nothing here writes.
+read transactions; records, not rows, come out. Nothing here writes. Every query
+is bounded (LIMIT/OFFSET or a fixed set of keys) and uses an index, so pages stay
+fast with a million task instances in the store.
 
 >>> marks = recent_runs(store, per_dag=10)    # doctest: +SKIP
 >>> [m.state for m in marks["nightly_report"]]  # doctest: +SKIP
@@ -13,11 +15,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import func, select
+from sqlalchemy import func, select, union_all
 
+from orchestrator.spec import DagSpec
 from orchestrator.store import Store
 from orchestrator.store import models as m
-from orchestrator.store.records import Record
+from orchestrator.store.records import EventRecord, Record, RunRecord, TryRecord
 
 
 @dataclass(frozen=True)
@@ -30,39 +33,158 @@ class RunMark(Record):
     state: str
 
 
+@dataclass(frozen=True)
+class Cell(Record):
+    """One task instance in the grid."""
+
+    state: str
+    try_number: int
+
+
 def recent_runs(
     store: Store, *, per_dag: int = 10, dag_ids: list[str] | None = None
 ) -> dict[str, list[RunMark]]:
     """The last ``per_dag`` runs of every DAG (or of ``dag_ids``), oldest first.
 
-    One query for all DAGs: runs are numbered newest first within each DAG by a
-    window function (SQLite >= 3.25 and PostgreSQL both have them) and the rest
-    are cut off in the database.
+    One statement: a UNION ALL of one small ``ORDER BY logical_date DESC LIMIT n``
+    per DAG, each an index range scan on (dag_id, logical_date), so the cost grows
+    with the number of DAGs shown, not with the number of runs stored.
     """
     r = m.dag_runs
-    rank = (
-        func.row_number()
-        .over(partition_by=r.c.dag_id, order_by=(r.c.logical_date.desc(), r.c.id.desc()))
-        .label("rank")
-    )
-    inner = select(r.c.dag_id, r.c.run_id, r.c.run_type, r.c.logical_date, r.c.state, rank)
-    if dag_ids is not None:
-        if not dag_ids:
-            return {}
-        inner = inner.where(r.c.dag_id.in_(dag_ids))
-    ranked = inner.subquery()
-    q = (
-        select(ranked)
-        .where(ranked.c.rank <= per_dag)
-        .order_by(ranked.c.dag_id, ranked.c.rank.desc())
-    )
+    if dag_ids is None:
+        with store.read() as conn:
+            dag_ids = list(conn.execute(select(m.dags.c.dag_id)).scalars())
+    if not dag_ids:
+        return {}
     out: dict[str, list[RunMark]] = {}
+    cols = (r.c.dag_id, r.c.run_id, r.c.run_type, r.c.logical_date, r.c.state, r.c.id)
     with store.read() as conn:
-        for row in conn.execute(q):
-            out.setdefault(row.dag_id, []).append(
-                RunMark(row.run_id, row.run_type, row.logical_date, row.state)
-            )
+        for i in range(0, len(dag_ids), 200):
+            parts = [
+                select(*cols)
+                .where(r.c.dag_id == dag_id)
+                .order_by(r.c.logical_date.desc(), r.c.id.desc())
+                .limit(per_dag)
+                .subquery()
+                for dag_id in dag_ids[i : i + 200]
+            ]
+            q = union_all(*(select(p) for p in parts))
+            for row in conn.execute(q):
+                out.setdefault(row.dag_id, []).append(
+                    RunMark(row.run_id, row.run_type, row.logical_date, row.state)
+                )
+    for marks in out.values():
+        marks.sort(key=lambda mk: mk.logical_date)
     return out
+
+
+def current_specs(store: Store, dag_ids: list[str]) -> dict[str, DagSpec]:
+    """The current DagSpec of each DAG in one query (specs already parsed are reused)."""
+    d, v = m.dags, m.dag_versions
+    out: dict[str, DagSpec] = {}
+    with store.read() as conn:
+        hashes = dict(
+            conn.execute(select(d.c.dag_id, d.c.version_hash).where(d.c.dag_id.in_(dag_ids))).all()
+        )
+        missing = [k for k, h in hashes.items() if f"{k}/{h}" not in store._specs]
+        if missing:
+            rows = conn.execute(
+                select(v.c.dag_id, v.c.hash, v.c.data)
+                .join(d, (d.c.dag_id == v.c.dag_id) & (d.c.version_hash == v.c.hash))
+                .where(v.c.dag_id.in_(missing))
+            ).all()
+            for row in rows:
+                store._specs[f"{row.dag_id}/{row.hash}"] = DagSpec.from_json(row.data)
+    for dag_id, digest in hashes.items():
+        out[dag_id] = store._specs[f"{dag_id}/{digest}"]  # type: ignore[assignment]
+    return out
+
+
+def runs_page(
+    store: Store, dag_id: str, *, state: str | None, offset: int, limit: int
+) -> tuple[list[RunRecord], int]:
+    """One page of a DAG's runs, newest first, and how many there are in all."""
+    r = m.dag_runs
+    cond = [r.c.dag_id == dag_id]
+    if state:
+        cond.append(r.c.state == state)
+    q = (
+        select(r)
+        .where(*cond)
+        .order_by(r.c.logical_date.desc(), r.c.id.desc())
+        .offset(offset)
+        .limit(limit)
+    )
+    with store.read() as conn:
+        runs = [RunRecord.from_row(row) for row in conn.execute(q)]
+        total = conn.execute(select(func.count()).select_from(r).where(*cond)).scalar_one()
+    return runs, total
+
+
+def grid(store: Store, dag_id: str, *, limit: int) -> tuple[list[RunRecord], dict]:
+    """The latest ``limit`` runs (oldest first) and their cells by (run_id, task_id)."""
+    r, ti = m.dag_runs, m.task_instances
+    with store.read() as conn:
+        rows = conn.execute(
+            select(r)
+            .where(r.c.dag_id == dag_id)
+            .order_by(r.c.logical_date.desc(), r.c.id.desc())
+            .limit(limit)
+        ).all()
+        runs = [RunRecord.from_row(row) for row in reversed(rows)]
+        cells: dict[tuple[str, str], Cell] = {}
+        if runs:
+            by_pk = {run.id: run.run_id for run in runs}
+            q = select(ti.c.run_pk, ti.c.task_id, ti.c.state, ti.c.try_number).where(
+                ti.c.run_pk.in_(list(by_pk))
+            )
+            for row in conn.execute(q):
+                cells[(by_pk[row.run_pk], row.task_id)] = Cell(row.state, row.try_number)
+    return runs, cells
+
+
+def run_tries(store: Store, run_id: str) -> list[TryRecord]:
+    """Every try of every task of a run (through the task instances' index)."""
+    ti, tries = m.task_instances, m.task_tries
+    ids = select(ti.c.id).where(ti.c.run_id == run_id).scalar_subquery()
+    with store.read() as conn:
+        rows = conn.execute(select(tries).where(tries.c.ti_id.in_(ids)).order_by(tries.c.id)).all()
+    return [TryRecord.from_row(row) for row in rows]
+
+
+def events_page(
+    store: Store,
+    *,
+    dag_id: str | None = None,
+    run_id: str | None = None,
+    kind: str | None = None,
+    before: int | None = None,
+    limit: int = 100,
+) -> list[EventRecord]:
+    """Events newest first, filtered; ``before`` (an event id) pages back in time."""
+    e = m.events
+    q = select(e).order_by(e.c.id.desc()).limit(limit)
+    if dag_id:
+        q = q.where(e.c.dag_id == dag_id)
+    if run_id:
+        q = q.where(e.c.run_id == run_id)
+    if kind:
+        q = q.where(e.c.kind == kind)
+    if before:
+        q = q.where(e.c.id < before)
+    with store.read() as conn:
+        return [
+            EventRecord(r.id, r.at, r.kind, r.dag_id, r.run_id, r.task_id, r.try_number, r.message)
+            for r in conn.execute(q)
+        ]
+
+
+def result_of(store: Store, run_id: str, task_id: str) -> str | None:
+    ti = m.task_instances
+    with store.read() as conn:
+        return conn.execute(
+            select(ti.c.result).where(ti.c.run_id == run_id, ti.c.task_id == task_id)
+        ).scalar_one_or_none()
 
 
 def ping(store: Store) -> None:

@@ -4,12 +4,13 @@
 >>> t = threading.Thread(target=serve, args=(app, "127.0.0.1", 8080, stop))  # doctest: +SKIP
 >>> t.start(); ...; stop.set(); t.join()                                # doctest: +SKIP
 
-The web UI has no login yet, so it only binds to the loopback interface.
+Bound to a loopback address the UI needs no login; bound to any other address it
+requires one (the app must have ``LOGIN_REQUIRED`` set and at least one user), and
+refuses to start otherwise.
 """
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 import threading
 from collections.abc import Callable
@@ -18,25 +19,33 @@ from typing import Any
 from waitress import create_server, wasyncore
 
 from orchestrator.errors import ConfigError
+from webui.security import is_loopback
 
 log = logging.getLogger(__name__)
 
 POLL_SECONDS = 0.2  # how soon a set stop_event is noticed at the latest
 
 
-def check_loopback(host: str) -> None:
-    """Raise :class:`ConfigError` unless ``host`` is a loopback address or localhost."""
-    if host == "localhost":
+def check_bind(app: Any, host: str) -> None:
+    """Raise :class:`ConfigError` unless ``app`` may be served on ``host``.
+
+    Loopback (127.0.0.1, ::1, localhost) is always fine. Any other address needs an
+    app that requires a login and a store with at least one user in it.
+    """
+    if is_loopback(host):
         return
-    try:
-        if ipaddress.ip_address(host.strip("[]")).is_loopback:
-            return
-    except ValueError:
-        pass
-    raise ConfigError(
-        f"binding the web UI to {host} requires a login, which comes with the UI issue; "
-        "use 127.0.0.1"
-    )
+    config = getattr(app, "config", {})
+    if not config.get("LOGIN_REQUIRED"):
+        raise ConfigError(
+            f"binding the web UI to {host} requires a login; build the app with "
+            "login_required=True (ORCHESTRATOR_WEB_HOST does) or use 127.0.0.1"
+        )
+    store = getattr(app, "extensions", {}).get("orchestrator_store")
+    if store is None or store.count_users() == 0:
+        raise ConfigError(
+            f"binding the web UI to {host} requires a login, and there is no user yet: "
+            "create one with 'orchestrator users add NAME'"
+        )
 
 
 def serve(
@@ -52,10 +61,11 @@ def serve(
 
     Blocks the calling thread. ``port=0`` picks a free port; ``on_ready`` is called
     with the base URL (``http://127.0.0.1:8080``) once the socket listens. Raises
-    :class:`ConfigError` for a non-loopback ``host`` and ``OSError`` if the port is
+    :class:`ConfigError` for a non-loopback ``host`` without logins (see
+    :func:`check_bind`) and ``OSError`` if the port is
     taken. Everything is torn down in this thread, so stopping is thread-safe.
     """
-    check_loopback(host)
+    check_bind(app, host)
     stop_event = stop_event or threading.Event()
     socket_map: dict[int, Any] = {}
     server = create_server(

@@ -17,11 +17,12 @@ from collections.abc import Sequence
 
 from sqlalchemy.exc import DBAPIError
 
-from orchestrator.cli import dags, processes, runs, tasks
+from orchestrator.cli import alerts, backfill, dags, processes, runs, schedule, status, tasks, users
 from orchestrator.cli.common import dispose_opened, load_settings, make_parents
 from orchestrator.errors import OrchestratorError
+from orchestrator.logging_setup import configure as configure_logging
 
-GROUPS = (processes, dags, runs, tasks)
+GROUPS = (processes, dags, runs, tasks, users, status, backfill, schedule, alerts)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -41,11 +42,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     level = (args.log_level or "INFO").upper()
-    logging.basicConfig(
-        level=getattr(logging, level, logging.INFO),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
+    configure_logging(level, args.log_format or "text")
     if not getattr(args, "long_running", False):
         logging.getLogger().setLevel(logging.WARNING if not args.log_level else level)
     try:

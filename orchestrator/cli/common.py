@@ -36,6 +36,9 @@ def make_parents() -> Parents:
             f"--{name.replace('_', '-')}", dest=name, default=None, help=FIELDS[name][2]
         )
     common.add_argument("--log-level", default=None, help="DEBUG, INFO (default), WARNING, ERROR")
+    common.add_argument(
+        "--log-format", choices=("text", "json"), default=None, help="json: one object a line"
+    )
     as_json = argparse.ArgumentParser(add_help=False)
     as_json.add_argument("--json", action="store_true", help="print JSON")
     return Parents(common, as_json)

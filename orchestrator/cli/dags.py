@@ -25,6 +25,11 @@ def register(sub: Any, parents: Parents) -> None:
     p = parents.add(dags, "trigger", "create a manual run now", json_output=True)
     p.add_argument("dag_id")
     p.add_argument("--conf", default=None, help="JSON object of params, e.g. '{\"n\": 3}'")
+    p.add_argument(
+        "--logical-date",
+        default=None,
+        help="the run's logical date (DAG timezone unless an offset is given; default: now)",
+    )
     for choice in dags.choices.values():
         choice.set_defaults(handler=cmd_dags)
 
@@ -69,6 +74,11 @@ def cmd_dags(args: argparse.Namespace, settings: Settings) -> int:
         spec = store.spec(dag.dag_id, dag.version_hash)
         data = dag.to_dict() | {
             "misfire": spec.misfire,
+            "misfire_grace": spec.misfire_grace.total_seconds(),
+            "catchup_window": (
+                None if spec.catchup_window is None else spec.catchup_window.total_seconds()
+            ),
+            "overlap": spec.overlap,
             "max_active_runs": spec.max_active_runs,
             "params": spec.params,
             "tasks": [
@@ -95,6 +105,9 @@ def cmd_dags(args: argparse.Namespace, settings: Settings) -> int:
                 "is_paused",
                 "next_logical_date",
                 "misfire",
+                "misfire_grace",
+                "catchup_window",
+                "overlap",
                 "max_active_runs",
                 "params",
             ):
@@ -120,7 +133,12 @@ def cmd_dags(args: argparse.Namespace, settings: Settings) -> int:
             raise NotFoundError(
                 f"DAG {args.dag_id!r} is no longer defined ({dag.fileloc} was deleted or changed)"
             )
-        run = store.trigger_run(args.dag_id, now, conf=conf)
+        when = None
+        if args.logical_date is not None:
+            from orchestrator.cli.schedule import parse_when
+
+            when = parse_when(args.logical_date, dag.timezone, "--logical-date")
+        run = store.trigger_run(args.dag_id, now, conf=conf, logical_date=when)
         if args.json:
             emit(args, run.to_dict())
         else:

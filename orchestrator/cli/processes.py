@@ -6,8 +6,7 @@ import argparse
 import threading
 from typing import Any
 
-from orchestrator.cli.common import Parents, open_store
-from orchestrator.clock import SystemClock
+from orchestrator.cli.common import Parents, emit, open_store
 from orchestrator.errors import ConfigError
 from orchestrator.settings import Settings
 
@@ -27,6 +26,12 @@ def register(sub: Any, parents: Parents) -> None:
     parents.add(db, "upgrade", "create or migrate the schema to the latest version").set_defaults(
         handler=cmd_db
     )
+    p = parents.add(db, "clean", "delete finished runs older than an age, logs included",
+                    json_output=True)  # fmt: skip
+    p.add_argument("--older-than", required=True, help="age like 90d, 12h, 4w")
+    p.add_argument("--dry-run", action="store_true", help="only count what would go")
+    p.add_argument("--batch", type=int, default=500, help="runs deleted per transaction")
+    p.set_defaults(handler=cmd_db_clean)
 
     p = parents.add(sub, "scheduler", "run a scheduler (and the DAG processor) until stopped")
     p.set_defaults(handler=cmd_scheduler, long_running=True)
@@ -58,27 +63,34 @@ def cmd_db(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def cmd_db_clean(args: argparse.Namespace, settings: Settings) -> int:
+    from orchestrator.clock import SystemClock
+    from orchestrator.retention import clean, parse_age
+
+    age = parse_age(args.older_than)
+    store = open_store(settings)
+    counts = clean(store, settings.log_dir, SystemClock().now(), age, dry_run=args.dry_run,
+                   batch=max(args.batch, 1))  # fmt: skip
+    if args.json:
+        emit(args, counts | {"dry_run": args.dry_run})
+    else:
+        verb = "would delete" if args.dry_run else "deleted"
+        print(f"{verb}: " + ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in counts.items()))
+    return 0
+
+
 def cmd_scheduler(args: argparse.Namespace, settings: Settings) -> int:
-    from orchestrator.processor import DagProcessor
-    from orchestrator.scheduler import Scheduler
-    from orchestrator.services import install_stop_handlers, run_processor
+    from orchestrator.services import install_stop_handlers, run_scheduler
 
     store = open_store(settings)
-    clock = SystemClock()
     stop = threading.Event()
     install_stop_handlers(stop)
-    wake = threading.Event()
-    processor = DagProcessor(store, settings)
-    threading.Thread(
-        target=run_processor, args=(processor, clock, settings, stop, wake), daemon=True
-    ).start()
-    Scheduler(store, clock, settings, wake=wake).run_forever(stop)
+    run_scheduler(store, settings, stop)
     return 0
 
 
 def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
-    from orchestrator.services import install_stop_handlers
-    from orchestrator.worker import Worker
+    from orchestrator.services import install_stop_handlers, run_worker
 
     store = open_store(settings)
     queues = tuple(q.strip() for q in args.queues.split(",") if q.strip())
@@ -86,7 +98,7 @@ def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
         raise ConfigError("--queues: give at least one queue name")
     stop = threading.Event()
     install_stop_handlers(stop)
-    Worker(store, SystemClock(), settings, queues=queues).run_forever(stop)
+    run_worker(store, settings, queues, stop)
     return 0
 
 

@@ -1,4 +1,4 @@
-"""``orchestrator tasks ...``: list, test, logs, clear."""
+"""``orchestrator tasks ...``: list, test, logs, clear, why, failed, retry."""
 
 from __future__ import annotations
 
@@ -34,6 +34,15 @@ def register(sub: Any, parents: Parents) -> None:
     p.add_argument("run_id")
     p.add_argument("task_id")
     p.add_argument("--downstream", action="store_true", help="also clear its downstream tasks")
+    p = parents.add(tasks, "why", "why is this task not running (yet)?", json_output=True)
+    p.add_argument("run_id")
+    p.add_argument("task_id")
+    p = parents.add(tasks, "failed", "list dead-lettered task instances", json_output=True)
+    p.add_argument("dag_id", nargs="?", default=None)
+    p.add_argument("--limit", type=int, default=100)
+    p = parents.add(tasks, "retry", "give a dead-lettered task one more set of tries")
+    p.add_argument("run_id")
+    p.add_argument("task_id")
     for choice in tasks.choices.values():
         choice.set_defaults(handler=cmd_tasks)
 
@@ -45,6 +54,8 @@ def cmd_tasks(args: argparse.Namespace, settings: Settings) -> int:
         params = parse_json_object(args.params, "--params")
         return run_task_test(settings, args.dag_id, args.task_id, args.logical_date, params)
     store = open_store(settings)
+    if args.action in ("why", "failed", "retry"):
+        return _dead_letters_and_why(args, settings, store)
     if args.action == "list":
         store.get_run(args.run_id)
         tis = [t.to_dict() for t in store.task_instances(args.run_id)]
@@ -90,3 +101,40 @@ def cmd_tasks(args: argparse.Namespace, settings: Settings) -> int:
             )
         return 0
     raise AssertionError(args.action)
+
+
+def _dead_letters_and_why(args: argparse.Namespace, settings: Settings, store: Any) -> int:
+    from datetime import timedelta
+
+    from orchestrator.explain import explain_task
+
+    now = SystemClock().now()
+    if args.action == "why":
+        stale = timedelta(seconds=settings.lease_seconds)
+        facts = store.task_facts(args.run_id, args.task_id, now, worker_stale_after=stale)
+        reasons = explain_task(facts)
+        if args.json:
+            emit(args, {"run_id": args.run_id, "task_id": args.task_id,
+                        "state": facts.task_state, "reasons": [r.to_dict() for r in reasons]})  # fmt: skip
+        else:
+            print(f"{args.task_id} in {args.run_id} is {facts.task_state}:")
+            for reason in reasons:
+                print(f"  - [{reason.code}] {reason.message}")
+        return 0
+    if args.action == "failed":
+        rows = [
+            t.to_dict() | {"last_error": (t.error or "").strip().splitlines()[-1:] or [""]}
+            for t in store.dead_letters(args.dag_id, limit=args.limit)
+        ]
+        for row in rows:
+            row["last_error"] = row["last_error"][0][:120]
+        emit(
+            args,
+            rows,
+            rows,
+            ("dag_id", "run_id", "task_id", "try_number", "end_date", "last_error"),
+        )
+        return 0
+    reset = store.retry_dead_letter(args.run_id, args.task_id, now)
+    print(f"retrying {args.task_id} in {args.run_id}; reset {', '.join(reset)}")
+    return 0

@@ -8,15 +8,37 @@ compare-and-set whose row count is checked. Records, not rows, leave it.
 >>> store.list_dags()                                   # doctest: +SKIP
 """
 
+from orchestrator.store.alert_store import AlertStore
+from orchestrator.store.backfill_store import BackfillStore
+from orchestrator.store.cluster_store import ClusterStore
 from orchestrator.store.dag_store import DagStore
 from orchestrator.store.events import EventStore
+from orchestrator.store.explain_store import ExplainStore
+from orchestrator.store.handback import HandbackStore
 from orchestrator.store.leader import LeaderStore
+from orchestrator.store.retention_store import RetentionStore
 from orchestrator.store.run_store import RunStore
 from orchestrator.store.task_store import TaskStore
+from orchestrator.store.ui_actions import UiActionStore
+from orchestrator.store.user_store import UserStore
 
 
-class Store(DagStore, RunStore, TaskStore, LeaderStore, EventStore):
-    pass
+class Store(
+    BackfillStore,
+    DagStore,
+    RunStore,
+    TaskStore,
+    LeaderStore,
+    EventStore,
+    UiActionStore,
+    UserStore,
+    ClusterStore,
+    HandbackStore,
+    ExplainStore,
+    AlertStore,
+    RetentionStore,  # observability (issue 6)
+):
+    """All the transitions and reads, one mixin per concept (one base per line)."""
 
 
 __all__ = ["Store"]

@@ -19,6 +19,9 @@ class StoreBase:
         self.engine = engine or make_engine(url)
         self.dialect = self.engine.dialect.name
         self._specs: dict[str, object] = {}
+        # judge the leader lease by the database's clock (real deployments), not the
+        # caller's `now` (tests with a fake clock)
+        self.db_clock = False
 
     @property
     def is_postgres(self) -> bool:

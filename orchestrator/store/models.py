@@ -23,8 +23,11 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    text,
 )
 from sqlalchemy.types import TypeDecorator
+
+SCHEDULE_RUN_TYPES = "run_type IN ('scheduled', 'backfill')"
 
 NAMING = {
     "ix": "ix_%(table_name)s_%(column_0_N_name)s",
@@ -118,8 +121,36 @@ dag_runs = Table(
     Column("created_at", UTCDateTime, nullable=False),
     Column("start_date", UTCDateTime),
     Column("end_date", UTCDateTime),
-    UniqueConstraint("dag_id", "logical_date"),
+    # the backfill that created (or last cleared) this run; NULL for the others
+    Column("backfill_id", Id, index=True),
     Index(None, "state", "dag_id"),
+    # invariant 1, one run per fire time: scheduled and backfill runs only, so a manual
+    # run for the same instant never displaces or blocks the scheduled one
+    Index(
+        "ux_dag_runs_one_per_fire_time",
+        "dag_id",
+        "logical_date",
+        unique=True,
+        sqlite_where=text(SCHEDULE_RUN_TYPES),
+        postgresql_where=text(SCHEDULE_RUN_TYPES),
+    ),
+    Index(None, "dag_id", "logical_date"),
+)
+
+# a backfill: a date range of one DAG whose runs the scheduler starts in its own order
+backfills = Table(
+    "backfills",
+    metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("dag_id", String(250), nullable=False, index=True),
+    Column("range_start", UTCDateTime, nullable=False),
+    Column("range_end", UTCDateTime, nullable=False),
+    Column("max_active_runs", Integer, nullable=False),
+    Column("reverse", Boolean, nullable=False, default=False),
+    Column("state", String(20), nullable=False),  # running | done | cancelled
+    Column("total", Integer, nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("end_date", UTCDateTime),
 )
 
 task_instances = Table(
@@ -199,4 +230,70 @@ workers = Table(
     Column("started_at", UTCDateTime, nullable=False),
     Column("heartbeat_at", UTCDateTime, nullable=False),
     Column("stopped_at", UTCDateTime),
+)
+
+# -- scheduler registry for `orchestrator status` (migration 0005) ---------------------
+schedulers = Table(
+    "schedulers",
+    metadata,
+    Column("scheduler_id", String(250), primary_key=True),
+    Column("hostname", String(250), nullable=False),
+    Column("pid", Integer, nullable=False),
+    Column("started_at", UTCDateTime, nullable=False),
+    Column("heartbeat_at", UTCDateTime, nullable=False),
+    Column("stopped_at", UTCDateTime),
+)
+
+# -- web UI logins (migration 0003) ------------------------------------------------------
+users = Table(
+    "users",
+    metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("username", String(100), nullable=False, unique=True),
+    Column("password_hash", Text, nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+)
+
+# -- alerts (migration 0004) -------------------------------------------------------------
+# one row per event: ``key`` (e.g. "run_failed:<run_id>") makes raising it idempotent
+alerts = Table(
+    "alerts",
+    metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("key", String(600), nullable=False, unique=True),
+    Column("kind", String(50), nullable=False),
+    Column("dag_id", String(250)),
+    Column("run_id", String(400)),
+    Column("task_id", String(250)),
+    Column("try_number", Integer),
+    Column("logical_date", UTCDateTime),
+    Column("message", Text, nullable=False),
+    Column("created_at", UTCDateTime, nullable=False, index=True),
+    Index(None, "dag_id", "id"),
+)
+
+# one row per (alert, notifier): delivered by the alert loop, never by the scheduler
+alert_deliveries = Table(
+    "alert_deliveries",
+    metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("alert_id", Id, ForeignKey("alerts.id", ondelete="CASCADE"), nullable=False),
+    Column("notifier", String(20), nullable=False),  # webhook | email | callback
+    Column("target", Text, nullable=False),  # JSON: the notifier's declaration
+    Column("state", String(20), nullable=False),  # pending | delivered | failed
+    Column("attempts", Integer, nullable=False, default=0),
+    Column("next_attempt_at", UTCDateTime, nullable=False),
+    Column("lease_until", UTCDateTime),
+    Column("last_error", Text),
+    Column("delivered_at", UTCDateTime),
+    Index(None, "state", "next_attempt_at"),
+    Index(None, "alert_id"),
+)
+
+# how far the alert watchdog has read the event log
+alert_cursors = Table(
+    "alert_cursors",
+    metadata,
+    Column("name", String(50), primary_key=True),
+    Column("last_event_id", Id, nullable=False),
 )

@@ -197,3 +197,44 @@ class Claim(Record):
     conf: dict[str, Any]
     version_hash: str
     log_path: str
+
+
+@dataclass(frozen=True)
+class BackfillRecord(Record):
+    """A stored backfill and how far its runs have got (``runs``: state -> count)."""
+
+    id: int
+    dag_id: str
+    range_start: datetime
+    range_end: datetime
+    max_active_runs: int
+    reverse: bool
+    state: str
+    total: int
+    created_at: datetime
+    end_date: datetime | None
+    runs: dict[str, int]
+
+    @property
+    def finished(self) -> int:
+        return sum(self.runs.get(s, 0) for s in ("success", "failed", "cancelled"))
+
+    @property
+    def failed(self) -> int:
+        return self.runs.get("failed", 0)
+
+    @classmethod
+    def from_row(cls, row: Any, runs: dict[str, int]) -> BackfillRecord:
+        return cls(
+            id=row.id,
+            dag_id=row.dag_id,
+            range_start=row.range_start,
+            range_end=row.range_end,
+            max_active_runs=row.max_active_runs,
+            reverse=bool(row.reverse),
+            state=row.state,
+            total=row.total,
+            created_at=row.created_at,
+            end_date=row.end_date,
+            runs=dict(runs),
+        )

@@ -9,8 +9,8 @@ from datetime import datetime
 from sqlalchemy import Connection, and_, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
-from orchestrator.errors import NotFoundError, StateError
-from orchestrator.spec import DagSpec
+from orchestrator.errors import ConfigError, NotFoundError, StateError
+from orchestrator.spec import DagSpec, validate_conf
 from orchestrator.states import (
     RUN_ACTIVE,
     RUN_FINISHED,
@@ -20,6 +20,7 @@ from orchestrator.states import (
     TaskState,
 )
 from orchestrator.store import models as m
+from orchestrator.store.backfill_store import backfill_starts
 from orchestrator.store.base import StoreBase, lock_runs, record_event
 from orchestrator.store.records import RunRecord
 
@@ -43,8 +44,14 @@ def insert_run(
     interval: tuple[datetime, datetime],
     conf: dict,
     now: datetime,
+    backfill_id: int | None = None,
 ) -> int | None:
-    """Insert a run and its task instances; None if the run already exists."""
+    """Insert a run and its task instances; None if the run already exists.
+
+    Scheduled and backfill runs are unique per (dag_id, logical_date) (a partial
+    unique index: invariant 1); manual runs only per run_id, so a manual run for a
+    fire time never blocks or displaces the scheduled run of that time.
+    """
     run_id = make_run_id(spec.dag_id, run_type, logical_date)
     try:
         with conn.begin_nested():
@@ -61,6 +68,7 @@ def insert_run(
                     state=RunState.QUEUED,
                     conf=json.dumps(conf),
                     created_at=now,
+                    backfill_id=backfill_id,
                 )
                 .returning(m.dag_runs.c.id)
             ).scalar_one()
@@ -154,12 +162,17 @@ class RunStore(StoreBase):
         logical_date: datetime | None = None,
         run_type: str = "manual",
     ) -> RunRecord:
-        """Create a run outside the schedule (``dags trigger``)."""
+        """Create a run outside the schedule (``dags trigger``).
+
+        ``conf`` is checked against the DAG's declared params (names and JSON types of
+        their defaults) before anything is written: a bad one raises ConfigError.
+        """
         dag = self.get_dag(dag_id)  # type: ignore[attr-defined]
         spec = self.spec(dag_id, dag.version_hash)  # type: ignore[attr-defined]
         when = logical_date or now
-        params = dict(spec.params)
-        params.update(conf or {})
+        if when.tzinfo is None:
+            raise ConfigError(f"logical_date {when.isoformat()} must be timezone-aware")
+        validate_conf(spec, conf or {})
         with self.write() as conn:
             pk = insert_run(
                 conn,
@@ -178,9 +191,12 @@ class RunStore(StoreBase):
     def start_queued_runs(self, now: datetime) -> list[str]:
         """Start queued runs of unpaused DAGs, oldest first, per max_active_runs and overlap.
 
-        When a DAG has no free slot its ``overlap`` policy decides: ``queue`` (the new
-        run waits), ``skip`` (the new run is cancelled), ``replace`` (the oldest active
-        runs are cancelled so the newest ones run) or ``allow`` (it starts anyway).
+        Scheduled and manual runs follow the DAG's ``overlap`` policy: ``allow`` starts
+        up to ``max_active_runs`` at once and the rest wait; ``queue``, ``skip`` and
+        ``replace`` run one at a time (max_active_runs is 1), a newer run waiting,
+        being skipped (cancelled) or cancelling the active one. Backfill runs are
+        started by their backfill's own ``max_active_runs`` and order (oldest first,
+        or newest first with ``reverse``), independently of the DAG's other runs.
         Each DAG's slots are counted and taken in one write transaction that first
         locks the DAG's row (``FOR UPDATE`` on PostgreSQL; SQLite's writer lock does
         it there), so two schedulers overlapping never start more runs than allowed.
@@ -211,16 +227,16 @@ class RunStore(StoreBase):
                     continue
                 spec = self.spec(dag_id, dag.version_hash)  # type: ignore[attr-defined]
                 runs = conn.execute(
-                    select(r.c.id, r.c.run_id, r.c.state, r.c.logical_date)
+                    select(r.c.id, r.c.run_id, r.c.state, r.c.logical_date, r.c.backfill_id)
                     .where(r.c.dag_id == dag_id, r.c.state.in_(list(RUN_ACTIVE)))
                     .order_by(r.c.logical_date, r.c.id)
                 ).all()
-                to_start, to_cancel = _overlap_plan(spec.overlap, spec.max_active_runs, runs)
+                regular = [x for x in runs if x.backfill_id is None]
+                to_start, to_cancel = _overlap_plan(spec.overlap, spec.max_active_runs, regular)
+                to_start += backfill_starts(conn, [x for x in runs if x.backfill_id is not None])
                 for x in to_cancel:
-                    why = (
-                        f"overlap={spec.overlap!r}: {spec.max_active_runs} active run(s) "
-                        f"allowed (max_active_runs); "
-                        + ("replaced by a newer run" if spec.overlap == "replace" else "skipped")
+                    why = f"overlap={spec.overlap!r}: one active run at a time; " + (
+                        "replaced by a newer run" if spec.overlap == "replace" else "skipped"
                     )
                     _cancel(conn, x.id, dag_id, x.run_id, now, why)
                 for x in to_start:
@@ -330,12 +346,13 @@ class RunStore(StoreBase):
 
 
 def _overlap_plan(policy: str, max_active: int, runs: list) -> tuple[list, list]:
-    """(runs to start, runs to cancel) of one DAG's active runs, oldest first."""
+    """(runs to start, runs to cancel) of one DAG's active runs, oldest first.
+
+    ``max_active`` is always 1 for queue/skip/replace (the DAG refuses more).
+    """
     running = [x for x in runs if x.state == RunState.RUNNING]
     queued = [x for x in runs if x.state == RunState.QUEUED]
     slots = max(max_active - len(running), 0)
-    if policy == "allow":
-        return queued, []
     if policy == "skip":
         return queued[:slots], queued[slots:]
     if policy == "replace":
@@ -344,7 +361,7 @@ def _overlap_plan(policy: str, max_active: int, runs: list) -> tuple[list, list]
         return [x for x in keep if x.state == RunState.QUEUED], [
             x for x in runs if x.id not in kept
         ]
-    return queued[:slots], []  # "queue": the rest wait
+    return queued[:slots], []  # "allow" and "queue": the rest wait
 
 
 def _cancel(

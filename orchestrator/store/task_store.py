@@ -263,8 +263,28 @@ class TaskStore(StoreBase):
         return kept
 
     def finish_success(self, claim: Claim, result: str | None, now: datetime) -> bool:
-        """Record a successful try. False (and a loud log line) if the lease was lost."""
+        """Record a successful try. False (and a loud log line) if the lease was lost.
+
+        A branch task's result names the direct downstream tasks to follow; the others
+        are skipped in the same transaction (compare-and-set on ``scheduled``), and
+        release_ready then propagates the skips by trigger rule. A branch result that
+        names no direct downstream task fails the try instead.
+        """
+        spec = self.spec(claim.dag_id, claim.version_hash)  # type: ignore[attr-defined]
+        task = spec.tasks.get(claim.task_id)
+        skip: list[str] = []
+        if task is not None and task.branch:
+            try:
+                chosen = spec.branch_targets(claim.task_id, result)
+            except ValueError as exc:
+                self.finish_failure(claim, str(exc), None, now)
+                return False
+            skip = [d for d in spec.downstream[claim.task_id] if d not in chosen]
         with self.write() as conn:
+            run_pk = None
+            if task is not None and task.branch:
+                run_pk = conn.execute(select(ti.c.run_pk).where(ti.c.id == claim.ti_id)).scalar()
+                lock_runs(conn, [run_pk] if run_pk is not None else [], self.is_postgres)
             done = conn.execute(
                 update(ti)
                 .where(*_fence(claim))
@@ -274,6 +294,33 @@ class TaskStore(StoreBase):
                 _stale(conn, claim, now)
                 return False
             _close_try(conn, claim.ti_id, claim.try_number, "success", now, 0, None)
+            if run_pk is not None:
+                skipped = (
+                    conn.execute(
+                        update(ti)
+                        .where(
+                            ti.c.run_pk == run_pk,
+                            ti.c.task_id.in_(skip),
+                            ti.c.state == TaskState.SCHEDULED,
+                        )
+                        .values(state=TaskState.SKIPPED, end_date=now)
+                        .returning(ti.c.task_id)
+                    )
+                    .scalars()
+                    .all()
+                )
+                followed = [d for d in spec.downstream[claim.task_id] if d not in skip]
+                record_event(
+                    conn,
+                    now,
+                    "branch_followed",
+                    f"followed {', '.join(followed) or 'nothing'}; "
+                    f"skipped {', '.join(sorted(skipped)) or 'nothing'}",
+                    dag_id=claim.dag_id,
+                    run_id=claim.run_id,
+                    task_id=claim.task_id,
+                    try_number=claim.try_number,
+                )
         return True
 
     def finish_failure(

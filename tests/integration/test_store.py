@@ -307,7 +307,7 @@ def test_one_run_per_logical_date_is_enforced_by_the_database(harness, write_dag
                 run_id="single__other__x",
                 dag_id="single",
                 version_hash=dag.version_hash,
-                run_type="other",
+                run_type="backfill",
                 logical_date=when,
                 data_interval_start=when,
                 data_interval_end=when,
@@ -316,8 +316,12 @@ def test_one_run_per_logical_date_is_enforced_by_the_database(harness, write_dag
                 created_at=clock.now(),
             )
         )
-    assert [r.run_type for r in store.list_runs("single") if r.logical_date == when] == [
-        "scheduled"
+    # a manual run for that fire time is another run: it neither blocks nor displaces
+    with store.write() as conn:
+        assert insert_run(conn, spec, dag.version_hash, run_type="manual", **kw) is not None
+    assert sorted(r.run_type for r in store.list_runs("single") if r.logical_date == when) == [
+        "manual",
+        "scheduled",
     ]
 
 

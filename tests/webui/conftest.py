@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -105,8 +106,8 @@ def _move_cursor(store: Store, dag_id: str, next_logical_date: datetime) -> None
 
 
 @pytest.fixture
-def app(settings: Settings, store: Store) -> Flask:
-    app = create_app(settings, store)
+def app(settings: Settings, store: Store, clock: Any) -> Flask:
+    app = create_app(settings, store, clock=clock)  # the fixtures' fake clock: now is START
     app.config["TESTING"] = True
     return app
 
@@ -114,3 +115,60 @@ def app(settings: Settings, store: Store) -> Flask:
 @pytest.fixture
 def client(app: Flask) -> FlaskClient:
     return app.test_client()
+
+
+def build_shell_dag(dag_id: str, **kwargs: Any) -> dict[str, Any]:
+    """extract -> (load, archive shell task) with params, as the processor stores it."""
+    kwargs.setdefault("schedule", "0 2 * * *")
+    kwargs.setdefault("timezone", "UTC")
+    kwargs.setdefault("start_date", datetime(2026, 1, 1))
+    kwargs.setdefault("params", {"target": "/tmp/out dir", "n": 3, "dry_run": False})
+    with DAG(dag_id, **kwargs) as dag:
+
+        @task
+        def extract(ctx):
+            return {"rows": 1}
+
+        @task
+        def load(ctx):
+            return ctx.upstream("extract")
+
+        archive = dag.shell("archive", "tar czf {{ params.target }}/{{ ds }}.tgz /etc/hostname")
+        extract >> [load, archive]
+    return serialize_dag(dag)
+
+
+@pytest.fixture
+def csrf(client: FlaskClient) -> str:
+    """This test client's session CSRF token (as a page's forms carry it)."""
+    return client.get("/api/v1/csrf").get_json()["csrf_token"]
+
+
+@pytest.fixture
+def worked_run(store: Store, settings: Settings) -> Callable[..., Any]:
+    """A run of a shell DAG taken through the real transitions: extract succeeded
+    (with a log file), load failed once and waits for its retry; archive waits."""
+
+    def make(dag_id: str = "pipeline", *, result: str = '{"rows": 1}', log: str = "hello\n",
+             error: str = "ValueError: boom") -> Any:  # fmt: skip
+        data = build_shell_dag(dag_id, default_retries=1)
+        store.save_dag(data, START)
+        run = store.trigger_run(dag_id, START, conf={"n": 5})
+        store.start_queued_runs(START)
+        store.release_ready(START)
+        [claim] = store.claim(
+            "worker-1", START + timedelta(seconds=2), timedelta(seconds=30), limit=5
+        )
+        path = Path(settings.log_dir) / claim.log_path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(log)
+        store.finish_success(claim, result, START + timedelta(seconds=9))
+        store.release_ready(START + timedelta(seconds=10))
+        claims = store.claim(
+            "worker-1", START + timedelta(seconds=11), timedelta(seconds=30), limit=5
+        )
+        load = next(c for c in claims if c.task_id == "load")
+        store.finish_failure(load, error, 1, START + timedelta(seconds=15))
+        return store.get_run(run.run_id)
+
+    return make

@@ -1,23 +1,29 @@
-"""The JSON API (``/api/v1``): the same data as the pages, read-only for now."""
+"""The JSON API (``/api/v1``), read side: the same data as the pages."""
 
 from __future__ import annotations
 
+from dataclasses import asdict
+from datetime import timedelta
 from typing import Any
 
 from flask import Blueprint, jsonify, request
 from werkzeug.wrappers import Response
 
 from orchestrator.store.records import DagRecord
-from webui.app import get_store
+from webui import data, queries
+from webui.app import get_settings, get_store, now
 from webui.formatting import iso
+from webui.logs import read_log
+from webui.views.events import filters
+from webui.views.openapi import document
 
 bp = Blueprint("api", __name__, url_prefix="/api/v1")
 
 MAX_LIMIT = 500
 
 
-def dag_json(dag: DagRecord) -> dict[str, Any]:
-    return {
+def dag_json(dag: DagRecord, words: str | None = None) -> dict[str, Any]:
+    out = {
         "dag_id": dag.dag_id,
         "is_paused": dag.is_paused,
         "is_active": dag.is_active,
@@ -28,27 +34,128 @@ def dag_json(dag: DagRecord) -> dict[str, Any]:
         "tags": list(dag.tags),
         "fileloc": dag.fileloc,
     }
+    if words is not None:
+        out["schedule_words"] = words
+    return out
+
+
+def _limit(default: int = 50) -> int:
+    return min(max(request.args.get("limit", default=default, type=int) or default, 1), MAX_LIMIT)
+
+
+@bp.get("/openapi.json")
+def openapi() -> Response:
+    return jsonify(document())
 
 
 @bp.get("/dags")
 def dags() -> Response:
-    items = [dag_json(d) for d in get_store().list_dags()]
-    return jsonify({"dags": items, "total_entries": len(items)})
+    ctx = data.dag_list(
+        get_store(), tag=request.args.get("tag", ""), search=request.args.get("q", "")
+    )
+    items = [
+        dag_json(row["dag"], row["words"]) | {"recent_runs": [m.to_dict() for m in row["marks"]]}
+        for row in ctx["dags"]
+    ]
+    return jsonify({"dags": items, "total_entries": len(items), "tags": ctx["tags"]})
 
 
 @bp.get("/dags/<dag_id>")
 def dag(dag_id: str) -> Response:
-    return jsonify(dag_json(get_store().get_dag(dag_id)))
+    store = get_store()
+    record = store.get_dag(dag_id)
+    spec = store.spec(dag_id, record.version_hash)
+    body = dag_json(record, data.words(spec)) | {
+        "params": spec.params,
+        "max_active_runs": spec.max_active_runs,
+        "tasks": [
+            {"task_id": t.task_id, "kind": t.kind, "upstream": list(t.upstream)}
+            for t in spec.tasks.values()
+        ],
+        "schedule_preview": [iso(t) for t in data.schedule_preview(spec, now())],
+    }
+    return jsonify(body)
 
 
 @bp.get("/dags/<dag_id>/runs")
 def runs(dag_id: str) -> Response:
     store = get_store()
     store.get_dag(dag_id)  # 404 for an unknown DAG, not an empty list
-    limit = request.args.get("limit", default=50, type=int)
-    limit = min(max(limit, 1), MAX_LIMIT)
-    items = [r.to_dict() for r in store.list_runs(dag_id=dag_id, limit=limit)]
-    return jsonify({"dag_runs": items, "total_entries": len(items)})
+    offset = max(request.args.get("offset", default=0, type=int) or 0, 0)
+    items, total = queries.runs_page(
+        store, dag_id, state=request.args.get("state") or None, offset=offset, limit=_limit()
+    )
+    return jsonify({"dag_runs": [r.to_dict() for r in items], "total_entries": total})
+
+
+@bp.get("/dags/<dag_id>/grid")
+def grid(dag_id: str) -> Response:
+    store = get_store()
+    spec = store.current_spec(dag_id)
+    runs_, cells = queries.grid(store, dag_id, limit=_limit(data.GRID_RUNS))
+    return jsonify(
+        {
+            "tasks": list(spec.topological_order),
+            "dag_runs": [
+                r.to_dict()
+                | {"cells": {t: asdict(c) for (rid, t), c in cells.items() if rid == r.run_id}}
+                for r in runs_
+            ],
+        }
+    )
+
+
+@bp.get("/runs/<run_id>")
+def run(run_id: str) -> Response:
+    ctx = data.run_page(get_store(), run_id, now())
+    return jsonify(
+        ctx["run"].to_dict()
+        | {
+            "task_instances": [t.to_dict() for t in ctx["tis"]],
+            "tries": [t.to_dict() for t in ctx["tries"]],
+        }
+    )
+
+
+@bp.get("/runs/<run_id>/tasks/<task_id>")
+def task_instance(run_id: str, task_id: str) -> Response:
+    s = get_settings()
+    ctx = data.task_page(
+        get_store(), run_id, task_id, now(), s.log_dir, timedelta(seconds=s.lease_seconds)
+    )
+    return jsonify(
+        ctx["ti"].to_dict()
+        | {
+            "tries": [t.to_dict() for t in ctx["tries"]],
+            "rendered_command": ctx["command"] or None,
+            "upstream_results": ctx["results"],
+            "result": ctx["result"],
+            "why_not_running": [r.to_dict() for r in ctx["reasons"]],
+        }
+    )
+
+
+@bp.get("/runs/<run_id>/tasks/<task_id>/tries/<int:try_number>/log")
+def log(run_id: str, task_id: str, try_number: int) -> Response:
+    tries = {t.try_number: t for t in get_store().tries(run_id, task_id)}
+    if try_number not in tries:
+        from orchestrator.errors import NotFoundError
+
+        raise NotFoundError(f"task {task_id!r} of {run_id} has no try {try_number}")
+    t = tries[try_number]
+    chunk = read_log(get_settings().log_dir, t.log_path, request.args.get("offset", type=int))
+    return jsonify(asdict(chunk) | {"state": t.state, "finished": t.end_date is not None})
+
+
+@bp.get("/events")
+def events() -> Response:
+    items = queries.events_page(
+        get_store(),
+        before=request.args.get("before", type=int),
+        limit=_limit(100),
+        **{k: v or None for k, v in filters().items()},
+    )
+    return jsonify({"events": [e.to_dict() for e in items], "total_entries": len(items)})
 
 
 @bp.get("/import-errors")

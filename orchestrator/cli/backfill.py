@@ -1,0 +1,239 @@
+"""``orchestrator backfill``: create runs for a date range, then follow them.
+
+    orchestrator backfill DAG --start S --end E [--dry-run] [--rerun-failed | --reset]
+                          [--max-active-runs N] [--reverse] [--no-wait] [--yes]
+    orchestrator backfill status ID      # follow a backfill (progress until it is done)
+    orchestrator backfill cancel ID      # cancel its queued runs; running ones finish
+    orchestrator backfill list [DAG]
+
+The backfill is stored; the scheduler starts its runs (within its max_active_runs,
+in its order) like any other runs, under the same leases. Waiting only watches:
+Ctrl-C stops the watching, never the backfill.
+
+The progress line is written here rather than with rich or tqdm: it is one line of
+arithmetic, and a dependency for it would be the only one outside the engine's needs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable
+from typing import Any, TextIO
+from zoneinfo import ZoneInfo
+
+from orchestrator.cli.common import Parents, emit, format_table, open_store
+from orchestrator.cli.schedule import parse_when
+from orchestrator.clock import SystemClock
+from orchestrator.errors import ConfigError, NotFoundError
+from orchestrator.settings import Settings
+
+ACTIONS = ("status", "cancel", "list")
+
+
+def register(sub: Any, parents: Parents) -> None:
+    p = parents.add(
+        sub,
+        "backfill",
+        "create runs for every fire time in [--start, --end] (or: status|cancel ID, list)",
+        json_output=True,
+    )
+    p.add_argument("dag_id", metavar="DAG|status|cancel|list")
+    p.add_argument("backfill_id", nargs="?", metavar="ID|DAG", help="for status/cancel/list")
+    p.add_argument("--start", help="first date/datetime (DAG timezone unless an offset is given)")
+    p.add_argument("--end", help="last date/datetime, inclusive (a date means the whole day)")
+    p.add_argument("--dry-run", action="store_true", help="list the fire times, create nothing")
+    p.add_argument("--rerun-failed", action="store_true", help="clear failed/cancelled runs")
+    p.add_argument("--reset", action="store_true", help="clear every finished run in range")
+    p.add_argument("--max-active-runs", type=int, default=None, help="default: the DAG's")
+    p.add_argument("--reverse", action="store_true", help="newest fire times first")
+    p.add_argument("--no-wait", action="store_true", help="return once the runs are created")
+    p.add_argument("--yes", action="store_true", help="allow more than backfill_max_runs runs")
+    p.set_defaults(handler=cmd_backfill)
+
+
+def cmd_backfill(args: argparse.Namespace, settings: Settings) -> int:
+    store = open_store(settings)
+    now = SystemClock().now()
+    if args.dag_id in ACTIONS:
+        return _action(args, store, now)
+    if args.backfill_id is not None:
+        raise ConfigError(f"unexpected argument {args.backfill_id!r} after the DAG id")
+    if args.start is None or args.end is None:
+        raise ConfigError("--start and --end are both required")
+    if args.rerun_failed and args.reset:
+        raise ConfigError("--rerun-failed and --reset exclude each other (--reset clears all)")
+    dag = store.get_dag(args.dag_id)
+    if not dag.is_active:
+        raise NotFoundError(f"DAG {args.dag_id!r} is no longer defined ({dag.fileloc})")
+    spec = store.spec(dag.dag_id, dag.version_hash)
+    start = parse_when(args.start, spec.timezone, "--start")
+    end = parse_when(args.end, spec.timezone, "--end", end_of_day=True)
+    if end < start:
+        raise ConfigError(
+            f"--end {args.end} ({end.isoformat()}) is before --start {args.start} "
+            f"({start.isoformat()})"
+        )
+    if spec.schedule.kind == "none":
+        raise ConfigError(f"DAG {dag.dag_id!r} has no schedule: there are no fire times to run")
+    max_active = spec.max_active_runs if args.max_active_runs is None else args.max_active_runs
+    if max_active < 1:
+        raise ConfigError(f"--max-active-runs must be >= 1, got {max_active}")
+    cap = settings.backfill_max_runs
+    times = spec.schedule.fire_times(start, end, limit=None if args.yes else cap + 1)
+    if len(times) > cap and not args.yes and not args.dry_run:
+        raise ConfigError(
+            f"the range holds more than {cap} fire times (backfill_max_runs): pass --yes "
+            f"to create them all, or narrow --start/--end"
+        )
+    if args.reverse:
+        times.reverse()
+    if args.dry_run:
+        return _dry_run(args, store, spec, times, cap)
+    if not times:
+        print(f"no fire times of {dag.dag_id} between {start.isoformat()} and {end.isoformat()}")
+        return 0
+    record, counts = store.create_backfill(
+        dag.dag_id,
+        [(t, spec.schedule.data_interval(t)) for t in sorted(times)],
+        now,
+        start=start,
+        end=end,
+        max_active_runs=max_active,
+        reverse=args.reverse,
+        rerun_failed=args.rerun_failed,
+        reset=args.reset,
+    )
+    if args.json and args.no_wait:
+        emit(args, record.to_dict() | counts)
+        return 0
+    print(
+        f"backfill {record.id} of {dag.dag_id}: {len(times)} fire time(s), "
+        f"{counts['created']} run(s) created, {counts['cleared']} cleared, "
+        f"{counts['kept']} existing left alone; max_active_runs={max_active}"
+        + (", newest first" if args.reverse else "")
+    )
+    if dag.is_paused:
+        print(f"DAG {dag.dag_id} is paused: its backfill runs wait until it is unpaused")
+    if args.no_wait:
+        print(f"follow it with 'orchestrator backfill status {record.id}'")
+        return 0
+    return follow(store, record.id)
+
+
+def _dry_run(args: argparse.Namespace, store: Any, spec: Any, times: list, cap: int) -> int:
+    zone = ZoneInfo(spec.timezone)
+    existing = {
+        r.logical_date: r
+        for r in store.list_runs(spec.dag_id, limit=1_000_000)
+        if r.run_type in ("scheduled", "backfill")
+    }
+    rows = []
+    for t in times:
+        old = existing.get(t)
+        if old is None:
+            action = "create"
+        elif old.state in (("success", "failed", "cancelled") if args.reset else ()) or (
+            args.rerun_failed and old.state in ("failed", "cancelled")
+        ):
+            action = f"clear ({old.state})"
+        else:
+            action = f"keep ({old.state})"
+        rows.append(
+            {"local": t.astimezone(zone).isoformat(), "utc": t.isoformat(), "action": action}
+        )
+    if args.json:
+        emit(args, rows)
+    else:
+        print(format_table(rows, ("local", "utc", "action")))
+        over = len(times) > cap and not args.yes
+        print(
+            f"dry run: {len(times)}{'+' if over else ''} fire time(s); nothing was created"
+            + (f" (more than backfill_max_runs={cap}: --yes needed)" if over else "")
+        )
+    return 0
+
+
+def _action(args: argparse.Namespace, store: Any, now: Any) -> int:
+    if args.dag_id == "list":
+        rows = [b.to_dict() for b in store.list_backfills(args.backfill_id)]
+        for row in rows:
+            row["done"] = (
+                f"{sum(row['runs'].get(s, 0) for s in ('success', 'failed', 'cancelled'))}/{row['total']}"
+            )
+        emit(args, rows, rows, ("id", "dag_id", "state", "done", "range_start", "range_end"))
+        return 0
+    if args.backfill_id is None or not args.backfill_id.isdigit():
+        raise ConfigError(
+            f"backfill {args.dag_id} needs a backfill id, e.g. 'backfill {args.dag_id} 3'"
+        )
+    bid = int(args.backfill_id)
+    if args.dag_id == "cancel":
+        n = store.cancel_backfill(bid, now)
+        record = store.get_backfill(bid)
+        print(f"backfill {bid} is {record.state}: {n} queued run(s) cancelled; running runs finish")
+        return 0
+    store.get_backfill(bid)
+    return follow(store, bid)
+
+
+def progress_line(record: Any, elapsed: float) -> str:
+    """``[#####-----] 5/10 runs done, 1 failed, ETA 0:00:12`` for a backfill record."""
+    total = max(record.total, 1)
+    done = min(record.finished, total)
+    width = 20
+    filled = width * done // total
+    eta = "?"
+    if done and done < total:
+        left = elapsed / done * (total - done)
+        eta = time.strftime("%H:%M:%S", time.gmtime(left))
+    elif done >= total:
+        eta = "0:00:00"
+    return (
+        f"[{'#' * filled}{'-' * (width - filled)}] {done}/{record.total} runs done, "
+        f"{record.failed} failed, ETA {eta}"
+    )
+
+
+def follow(
+    store: Any,
+    backfill_id: int,
+    *,
+    sleep: Callable[[float], None] = time.sleep,
+    out: TextIO | None = None,
+    interval: float = 1.0,
+) -> int:
+    """Show progress until the backfill is over; 1 if any run failed or it was cancelled.
+
+    Ctrl-C stops the watching only, and says how to follow or cancel the backfill.
+    """
+    out = out or sys.stderr
+    tty = out.isatty()
+    started = time.monotonic()
+    last = ""
+    try:
+        while True:
+            record = store.get_backfill(backfill_id)
+            line = progress_line(record, time.monotonic() - started)
+            if line != last:
+                out.write(("\r" + line) if tty else line + "\n")
+                out.flush()
+                last = line
+            if record.state != "running":
+                break
+            sleep(interval)
+    except KeyboardInterrupt:
+        out.write(
+            f"\nstopped waiting; backfill {backfill_id} goes on in the scheduler.\n"
+            f"  follow it: orchestrator backfill status {backfill_id}\n"
+            f"  cancel it: orchestrator backfill cancel {backfill_id}\n"
+        )
+        return 130
+    if tty:
+        out.write("\n")
+    print(
+        f"backfill {backfill_id} {record.state}: {record.runs.get('success', 0)} succeeded, "
+        f"{record.failed} failed, {record.runs.get('cancelled', 0)} cancelled"
+    )
+    return 1 if record.failed or record.state == "cancelled" else 0

@@ -1,0 +1,157 @@
+"""Gathering the facts the explainer judges (:mod:`orchestrator.explain`), and dead
+letters: listing exhausted task instances and giving them another set of tries."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+import networkx as nx
+from sqlalchemy import select, update
+
+from orchestrator.errors import NotFoundError, StateError
+from orchestrator.explain import DagFacts, SlotHolder, TaskFacts, WorkerFact
+from orchestrator.states import RunState, TaskState
+from orchestrator.store import models as m
+from orchestrator.store.base import StoreBase, lock_runs, record_event
+from orchestrator.store.records import TaskInstanceRecord
+
+ti, r, w = m.task_instances, m.dag_runs, m.workers
+MISFIRE_EVENTS = ("fire_skipped", "fire_coalesced", "fire_expired", "run_cancelled",
+                  "schedule_exhausted", "dag_paused")  # fmt: skip
+
+
+class ExplainStore(StoreBase):
+    def task_facts(
+        self, run_id: str, task_id: str, now: datetime, *, worker_stale_after: timedelta
+    ) -> TaskFacts:
+        run = self.get_run(run_id)  # type: ignore[attr-defined]
+        inst = self.task_instance(run_id, task_id)  # type: ignore[attr-defined]
+        dag = self.get_dag(run.dag_id)  # type: ignore[attr-defined]
+        spec = self.spec(run.dag_id, run.version_hash)  # type: ignore[attr-defined]
+        task = spec.tasks.get(task_id)
+        upstream = task.upstream if task else ()
+        with self.read() as conn:
+            states = dict(
+                conn.execute(
+                    select(ti.c.task_id, ti.c.state).where(
+                        ti.c.run_pk == run.id, ti.c.task_id.in_(list(upstream))
+                    )
+                ).all()
+            )
+            holders = conn.execute(
+                select(r.c.run_id, r.c.logical_date)
+                .where(r.c.dag_id == run.dag_id, r.c.state == RunState.RUNNING)
+                .order_by(r.c.logical_date)
+            ).all()
+            workers = conn.execute(select(w)).all()
+        facts = [
+            WorkerFact(x.worker_id, tuple(q for q in x.queues.split(",") if q), x.heartbeat_at,
+                       x.stopped_at)
+            for x in workers
+        ]  # fmt: skip
+        owner_beat = next((f.heartbeat_at for f in facts if f.worker_id == inst.owner), None)
+        return TaskFacts(
+            now=now, dag_id=run.dag_id, run_id=run_id, task_id=task_id, task_state=inst.state,
+            dag_paused=dag.is_paused, dag_active=dag.is_active, run_state=run.state,
+            run_logical_date=run.logical_date, max_active_runs=spec.max_active_runs,
+            slot_holders=tuple(SlotHolder(h.run_id, h.logical_date) for h in holders),
+            trigger_rule=task.trigger_rule if task else "all_success",
+            upstream=tuple((u, states.get(u, "missing")) for u in upstream),
+            queue=inst.queue, workers=tuple(facts), worker_stale_after=worker_stale_after,
+            try_number=inst.try_number, max_tries=inst.max_tries, ready_at=inst.ready_at,
+            owner=inst.owner, lease_expires_at=inst.lease_expires_at,
+            owner_heartbeat_at=owner_beat, error=inst.error,
+        )  # fmt: skip
+
+    def dag_facts(self, dag_id: str, now: datetime) -> DagFacts:
+        dag = self.get_dag(dag_id)  # type: ignore[attr-defined]
+        spec = self.spec(dag_id, dag.version_hash)  # type: ignore[attr-defined]
+        sched = spec.schedule
+        expected = sched.previous_before(now) if sched.kind != "none" else None
+        e = m.events
+        with self.read() as conn:
+            run_for = None
+            if expected is not None:
+                run_for = conn.execute(
+                    select(r.c.run_id).where(r.c.dag_id == dag_id, r.c.logical_date == expected)
+                ).scalar()
+            decisions = conn.execute(
+                select(e.c.at, e.c.kind, e.c.message)
+                .where(e.c.dag_id == dag_id, e.c.kind.in_(MISFIRE_EVENTS))
+                .order_by(e.c.id.desc()).limit(5)
+            ).all()  # fmt: skip
+            active = conn.execute(
+                select(r.c.run_id, r.c.logical_date)
+                .where(r.c.dag_id == dag_id, r.c.state == RunState.RUNNING)
+                .order_by(r.c.logical_date)
+            ).all()
+        leader = self.leader()  # type: ignore[attr-defined]
+        return DagFacts(
+            now=now, dag_id=dag_id, has_schedule=sched.kind != "none", is_paused=dag.is_paused,
+            is_active=dag.is_active, start_date=spec.start_date, end_date=spec.end_date,
+            schedule_exhausted=dag.schedule_exhausted, expected_fire=expected,
+            next_fire=dag.next_logical_date or (sched.next_after(now) if expected else None),
+            run_for_expected=run_for,
+            misfire_events=tuple((d.at, d.kind, d.message) for d in reversed(decisions)
+                                 if expected is None or d.at >= expected),
+            overlap=spec.overlap, max_active_runs=spec.max_active_runs,
+            active_runs=tuple(SlotHolder(a.run_id, a.logical_date) for a in active),
+            leader=leader[0] if leader else None, leader_expires_at=leader[2] if leader else None,
+        )  # fmt: skip
+
+    # -- dead letters --------------------------------------------------------------------
+    def dead_letters(self, dag_id: str | None = None, limit: int = 100) -> list[TaskInstanceRecord]:
+        """Task instances whose tries are exhausted (state failed), newest first."""
+        q = select(ti).where(ti.c.state == TaskState.FAILED)
+        if dag_id:
+            q = q.where(ti.c.dag_id == dag_id)
+        with self.read() as conn:
+            rows = conn.execute(q.order_by(ti.c.end_date.desc(), ti.c.id.desc()).limit(limit))
+            return [TaskInstanceRecord.from_row(row) for row in rows]
+
+    def retry_dead_letter(self, run_id: str, task_id: str, now: datetime) -> list[str]:
+        """Give a dead-lettered task one more set of tries (its ``retries + 1``).
+
+        Compare-and-set failed -> scheduled; the downstream tasks it failed
+        (upstream_failed, skipped) are reset with it and the run runs again. Returns the
+        task ids reset. StateError if the task is not dead-lettered.
+        """
+        run = self.get_run(run_id)  # type: ignore[attr-defined]
+        spec = self.spec(run.dag_id, run.version_hash)  # type: ignore[attr-defined]
+        if task_id not in spec.tasks:
+            raise NotFoundError(f"run {run_id!r} has no task {task_id!r}")
+        downstream = sorted(nx.descendants(spec.graph, task_id))
+        with self.write() as conn:
+            lock_runs(conn, [run.id], self.is_postgres)
+            done = conn.execute(
+                update(ti)
+                .where(ti.c.run_pk == run.id, ti.c.task_id == task_id,
+                       ti.c.state == TaskState.FAILED)
+                .values(state=TaskState.SCHEDULED, owner=None, lease_expires_at=None,
+                        ready_at=None, end_date=None,
+                        max_tries=ti.c.try_number + spec.tasks[task_id].max_tries)
+            ).rowcount  # fmt: skip
+            if not done:
+                state = self.task_instance(run_id, task_id).state  # type: ignore[attr-defined]
+                raise StateError(
+                    f"task {task_id!r} of run {run_id!r} is {state}, not dead-lettered (failed)"
+                )
+            cleared = [task_id]
+            for t in downstream:
+                if conn.execute(
+                    update(ti)
+                    .where(ti.c.run_pk == run.id, ti.c.task_id == t,
+                           ti.c.state.in_([TaskState.UPSTREAM_FAILED, TaskState.SKIPPED]))
+                    .values(state=TaskState.SCHEDULED, end_date=None)
+                ).rowcount:  # fmt: skip
+                    cleared.append(t)
+            conn.execute(
+                update(r)
+                .where(r.c.id == run.id, r.c.state != RunState.QUEUED)
+                .values(state=RunState.RUNNING, end_date=None)
+            )
+            record_event(conn, now, "task_retried",
+                         f"dead letter given {spec.tasks[task_id].max_tries} more tries; "
+                         f"reset {', '.join(cleared)}",
+                         dag_id=run.dag_id, run_id=run_id, task_id=task_id)  # fmt: skip
+        return cleared

@@ -1,0 +1,171 @@
+"""Worker behaviour when things go wrong around it: shutdown, lost heartbeats, outages."""
+
+from __future__ import annotations
+
+import threading
+import time
+from datetime import timedelta
+
+import pytest
+from sqlalchemy.exc import OperationalError
+
+from orchestrator import wakeup
+from orchestrator.scheduler import Scheduler
+from orchestrator.worker import Worker
+from tests.helpers import Harness
+
+SLOW_DAG = """
+import time
+from orchestrator import DAG, task
+
+with DAG("slow", schedule=None) as dag:
+    @task(retries=0)
+    def nap(ctx):
+        if ctx.try_number == 1:
+            time.sleep(30)
+        return ctx.try_number
+"""
+
+
+@pytest.fixture
+def harness(store, settings, clock):
+    h = Harness(store, settings, clock)
+    yield h
+    h.close()
+
+
+def start_slow_run(harness, write_dag):
+    write_dag("slow.py", SLOW_DAG)
+    harness.parse()
+    run = harness.store.trigger_run("slow", harness.clock.now())
+    harness.tick()
+    return run
+
+
+def test_draining_worker_hands_back_what_it_cannot_finish(
+    harness, write_dag, store, settings, clock
+):
+    run = start_slow_run(harness, write_dag)
+    leaving = Worker(store, clock, settings, worker_id="leaving")
+    assert leaving.tick(clock.now()) == 1  # claimed and started the 30 s nap
+    leaving.drain(timeout=0.2)
+    leaving.close()
+
+    ti = store.task_instance(run.run_id, "nap")
+    assert ti.state == "queued" and ti.owner is None
+    [try1] = store.tries(run.run_id, "nap")
+    assert try1.state == "handed_back" and try1.worker == "leaving"
+    assert store.events(run_id=run.run_id, kind="task_handed_back")
+
+    # another worker takes it at once, and the handed-back try cost no retry (retries=0)
+    done = harness.run_until_finished(run.run_id)
+    assert done.state == "success"
+    assert [t.state for t in store.tries(run.run_id, "nap")] == ["handed_back", "success"]
+
+
+def test_a_worker_that_cannot_heartbeat_stops_its_tries_before_the_lease_expires(
+    harness, write_dag, store, settings, clock, monkeypatch
+):
+    run = start_slow_run(harness, write_dag)
+    fast = settings.with_(lease_seconds=1.0, heartbeat_seconds=0.2)
+    cut_off = Worker(store, clock, fast, worker_id="cut-off")
+    assert cut_off.tick(clock.now()) == 1
+    child = cut_off._busy[0].process
+
+    def unreachable(*args, **kwargs):
+        raise OperationalError("heartbeat", {}, Exception("could not connect to server"))
+
+    monkeypatch.setattr(store, "heartbeat", unreachable)
+    deadline = time.monotonic() + 5
+    while cut_off.running and time.monotonic() < deadline:
+        cut_off.tick(clock.now(), wait_seconds=0.05)
+    assert cut_off.running == 0, "the worker kept running a try it could not prove it held"
+    assert time.monotonic() < deadline
+    child.join(5)
+    assert not child.is_alive()
+    cut_off.close()
+    # the lease is still recorded: the scheduler reaps it once it expires
+    assert store.task_instance(run.run_id, "nap").state == "running"
+
+
+def test_outcomes_survive_a_database_outage(
+    harness, write_dag, store, settings, clock, monkeypatch
+):
+    write_dag(
+        "quick.py",
+        """
+        from orchestrator import DAG, task
+
+        with DAG("quick", schedule=None) as dag:
+            @task
+            def one(ctx):
+                return 1
+        """,
+    )
+    harness.parse()
+    run = store.trigger_run("quick", clock.now())
+    harness.tick()
+    worker = Worker(store, clock, settings, worker_id="patient")
+    real_finish = store.finish_success
+    outage = {"on": True}
+
+    def finish(*args, **kwargs):
+        if outage["on"]:
+            raise OperationalError("finish", {}, Exception("server closed the connection"))
+        return real_finish(*args, **kwargs)
+
+    monkeypatch.setattr(store, "finish_success", finish)
+    worker.tick(clock.now())
+    deadline = time.monotonic() + 10
+    while not worker._outbox and time.monotonic() < deadline:
+        worker.tick(clock.now(), wait_seconds=0.05)
+    assert len(worker._outbox) == 1  # finished, not yet recorded, not dropped
+    assert store.task_instance(run.run_id, "one").state == "running"
+    outage["on"] = False
+    worker.tick(clock.now())
+    worker.close()
+    ti = store.task_instance(run.run_id, "one")
+    assert ti.state == "success" and ti.try_number == 1
+
+
+def test_status_shows_leader_standby_and_workers(store, settings, clock):
+    store.db_clock = True  # status judges liveness by the database clock
+    a = Scheduler(store, clock, settings, scheduler_id="host-a:1:aa")
+    b = Scheduler(store, clock, settings, scheduler_id="host-b:2:bb")
+    assert a.tick(clock.now()).leader
+    assert not b.tick(clock.now()).leader
+    w = Worker(store, clock, settings, worker_id="host-c:3:cc", queues=("default", "gpu"))
+    w.tick(clock.now())
+    w.close()
+    w2 = Worker(store, clock, settings, worker_id="host-d:4:dd")
+    w2.tick(clock.now())
+    status = store.cluster_status(alive_within=timedelta(seconds=30))
+    assert status.leader == "host-a:1:aa"
+    roles = {s.scheduler_id: s.is_leader for s in status.schedulers}
+    assert roles == {"host-a:1:aa": True, "host-b:2:bb": False}
+    assert [w.worker_id for w in status.workers] == ["host-d:4:dd"]  # host-c stopped
+    w2.close()
+
+
+@pytest.mark.postgres
+def test_listen_notify_wakes_a_listener(pg_database):
+    woke = threading.Event()
+    listener = wakeup.Listener(pg_database, {wakeup.TASKS: woke}).start()
+    notifier = wakeup.Notifier(pg_database)
+    try:
+        assert listener.connected.wait(10)
+        woke.clear()  # the listener wakes everyone once when it connects
+        notifier.event(wakeup.TASKS).set()
+        assert woke.wait(10)
+    finally:
+        notifier.close()
+        listener.stop()
+
+
+def test_listen_notify_is_a_no_op_on_sqlite(sqlite_url):
+    woke = threading.Event()
+    listener = wakeup.Listener(sqlite_url, {wakeup.TASKS: woke}).start()
+    local = threading.Event()
+    wakeup.Notifier(sqlite_url).event(wakeup.TASKS, local).set()
+    assert local.is_set() and not woke.is_set()
+    listener.stop()

@@ -1,0 +1,196 @@
+"""What each page shows, gathered once for both the HTML pages and the JSON API.
+
+Functions take the store, the request's arguments and ``now``; they return plain
+dicts of records, so a page and its API route can never disagree.
+
+>>> dag_list(store, tag="finance", search="night")["dags"][0]["dag"].dag_id  # doctest: +SKIP
+'nightly_report'
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from datetime import datetime, timedelta
+from typing import Any
+
+from orchestrator.context import TaskContext
+from orchestrator.errors import OrchestratorError
+from orchestrator.explain import Reason, explain_task
+from orchestrator.spec import DagSpec
+from orchestrator.store import Store
+from orchestrator.store.task_store import idempotency_key
+from orchestrator.templating import render_command
+from webui import queries
+from webui.cron_words import schedule_in_words
+from webui.gantt import gantt
+from webui.graph_layout import layout
+
+RECENT_RUNS = 10
+GRID_RUNS = 25
+HISTORY_PAGE = 25
+PREVIEW = 8
+SOURCE_LIMIT = 200_000
+
+
+def words(spec: DagSpec) -> str:
+    s = spec.schedule
+    return schedule_in_words(s.kind, s.expr, s.interval, s.timezone)
+
+
+def dag_list(store: Store, *, tag: str = "", search: str = "") -> dict[str, Any]:
+    dags = store.list_dags()
+    all_tags = sorted({t for d in dags for t in d.tags})
+    if tag:
+        dags = [d for d in dags if tag in d.tags]
+    if search:
+        needle = search.lower()
+        dags = [d for d in dags if needle in d.dag_id.lower()]
+    ids = [d.dag_id for d in dags]
+    specs = queries.current_specs(store, ids)
+    marks = queries.recent_runs(store, per_dag=RECENT_RUNS, dag_ids=ids)
+    rows = [
+        {"dag": d, "words": words(specs[d.dag_id]), "marks": marks.get(d.dag_id, [])} for d in dags
+    ]
+    return {"dags": rows, "tags": all_tags, "import_errors": store.import_errors()}
+
+
+def schedule_preview(spec: DagSpec, now: datetime, count: int = PREVIEW) -> list[datetime]:
+    out: list[datetime] = []
+    at = now
+    while len(out) < count:
+        nxt = spec.schedule.next_after(at)
+        if nxt is None:
+            break
+        out.append(nxt)
+        at = nxt
+    return out
+
+
+def read_source(fileloc: str) -> str | None:
+    try:
+        with open(fileloc, encoding="utf-8", errors="replace") as f:
+            return f.read(SOURCE_LIMIT)
+    except OSError:
+        return None
+
+
+def graph(spec: DagSpec) -> Any:
+    return layout(spec.graph)
+
+
+def dag_page(
+    store: Store, dag_id: str, now: datetime, *, run_id: str = "", state: str = "", page: int = 1
+) -> dict[str, Any]:
+    dag = store.get_dag(dag_id)
+    spec = store.spec(dag_id, dag.version_hash)
+    runs, cells = queries.grid(store, dag_id, limit=GRID_RUNS)
+    selected = next((r for r in runs if r.run_id == run_id), runs[-1] if runs else None)
+    if run_id and (selected is None or selected.run_id != run_id):
+        selected = store.get_run(run_id)
+    states = {}
+    if selected is not None:
+        states = {t.task_id: t.state for t in store.task_instances(selected.run_id)}
+    page = max(page, 1)
+    history, total = queries.runs_page(
+        store, dag_id, state=state or None, offset=(page - 1) * HISTORY_PAGE, limit=HISTORY_PAGE
+    )
+    return {
+        "dag": dag,
+        "spec": spec,
+        "words": words(spec),
+        "grid_runs": runs,
+        "cells": cells,
+        "tasks": list(spec.topological_order),
+        "selected": selected,
+        "states": states,
+        "graph": graph(spec),
+        "history": history,
+        "total": total,
+        "page": page,
+        "pages": max((total + HISTORY_PAGE - 1) // HISTORY_PAGE, 1),
+        "state": state,
+        "preview": schedule_preview(spec, now),
+    }
+
+
+def run_page(store: Store, run_id: str, now: datetime) -> dict[str, Any]:
+    run = store.get_run(run_id)
+    dag = store.get_dag(run.dag_id)
+    spec = store.spec(run.dag_id, run.version_hash)
+    tis = store.task_instances(run_id)
+    tries = queries.run_tries(store, run_id)
+    order = [t for t in spec.topological_order if t in {ti.task_id for ti in tis}]
+    upstream = {t: spec.tasks[t].upstream for t in spec.tasks}
+    return {
+        "run": run,
+        "dag": dag,
+        "spec": spec,
+        "tis": sorted(tis, key=lambda t: order.index(t.task_id) if t.task_id in order else 0),
+        "tries": tries,
+        "states": {t.task_id: t.state for t in tis},
+        "graph": graph(spec),
+        "gantt": gantt(run, tis, tries, order, upstream, now),
+        "end": run.end_date or (now if run.start_date else None),
+    }
+
+
+def rendered_command(spec: DagSpec, run: Any, task_id: str, try_number: int) -> tuple[str, str]:
+    """(rendered command, '') or ('', why it cannot be rendered) for a shell task."""
+    task = spec.tasks[task_id]
+    params = dict(spec.params)
+    params.update(run.conf)
+    ctx = TaskContext(
+        dag_id=run.dag_id,
+        run_id=run.run_id,
+        task_id=task_id,
+        logical_date=run.logical_date,
+        data_interval_start=run.data_interval_start,
+        data_interval_end=run.data_interval_end,
+        try_number=max(try_number, 1),
+        params=params,
+        idempotency_key=idempotency_key(run.dag_id, run.run_id, task_id),
+        log=logging.getLogger(__name__),
+    )
+    try:
+        return render_command(task.command or "", ctx.template_vars(spec.timezone)), ""
+    except OrchestratorError as exc:
+        return "", str(exc)
+
+
+def task_page(
+    store: Store, run_id: str, task_id: str, now: datetime, log_dir: str, stale: timedelta
+) -> dict[str, Any]:
+    from webui.logs import read_log
+
+    ti = store.task_instance(run_id, task_id)
+    run = store.get_run(run_id)
+    dag = store.get_dag(run.dag_id)
+    spec = store.spec(run.dag_id, run.version_hash)
+    task = spec.tasks.get(task_id)
+    tries = store.tries(run_id, task_id)
+    logs = {t.try_number: read_log(log_dir, t.log_path) for t in tries}
+    upstream = list(task.upstream) if task else []
+    results = store.results(run_id, upstream)
+    command, command_error = ("", "")
+    if task is not None and task.kind == "shell":
+        command, command_error = rendered_command(spec, run, task_id, ti.try_number)
+    reasons: list[Reason] = []
+    if task is not None:
+        facts = store.task_facts(run_id, task_id, now, worker_stale_after=stale)
+        reasons = explain_task(facts)
+    return {
+        "ti": ti,
+        "run": run,
+        "dag": dag,
+        "task": task,
+        "tries": tries,
+        "logs": logs,
+        "upstream": upstream,
+        "results": results,
+        "result": queries.result_of(store, run_id, task_id),
+        "command": command,
+        "command_error": command_error,
+        "reasons": reasons,
+        "log_dir_exists": os.path.isdir(log_dir),
+    }

@@ -1,0 +1,44 @@
+"""Reading task try logs from the log folder, safely and in bounded pieces.
+
+>>> read_log("/state/logs", "etl/run/extract/1.log")         # doctest: +SKIP
+LogChunk(text='...', offset=0, next_offset=1234, missing=False)
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+TAIL_BYTES = 64 * 1024
+
+
+@dataclass(frozen=True)
+class LogChunk:
+    text: str
+    offset: int  # where ``text`` starts in the file
+    next_offset: int  # ask for this offset to get what was appended since
+    missing: bool  # no such file (yet), or not readable from this machine
+
+
+def resolve(log_dir: str, rel_path: str | None) -> str | None:
+    """The absolute path of a log inside ``log_dir``; None if it would leave it."""
+    if not rel_path:
+        return None
+    root = os.path.realpath(log_dir)
+    path = os.path.realpath(os.path.join(root, rel_path))
+    return path if path.startswith(root + os.sep) else None
+
+
+def read_log(
+    log_dir: str, rel_path: str | None, offset: int | None = None, limit: int = TAIL_BYTES
+) -> LogChunk:
+    """From ``offset`` (at most ``limit`` bytes), or the last ``limit`` bytes if None."""
+    path = resolve(log_dir, rel_path)
+    if path is None or not os.path.isfile(path):
+        return LogChunk("", 0, 0, True)
+    with open(path, "rb") as f:
+        size = f.seek(0, os.SEEK_END)
+        start = max(size - limit, 0) if offset is None else min(max(offset, 0), size)
+        f.seek(start)
+        data = f.read(limit)
+    return LogChunk(data.decode("utf-8", "replace"), start, start + len(data), False)

@@ -1,0 +1,91 @@
+"""HTML form actions. All POST (CSRF-checked before they run); each flashes what it did
+and redirects back (Post/Redirect/Get), so reloading never repeats an action."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from flask import Blueprint, flash, redirect, request, url_for
+from werkzeug.wrappers import Response
+
+from orchestrator.errors import OrchestratorError
+from webui import operations as ops
+from webui.app import get_store, now
+from webui.params_form import parse_params
+from webui.security import current_user
+
+bp = Blueprint("actions", __name__)
+
+
+def _do(action: Callable[[], str], back: str) -> Response:
+    try:
+        flash(action(), "ok")
+    except OrchestratorError as exc:
+        flash(str(exc), "error")
+    return redirect(back)
+
+
+def _dag_url(dag_id: str) -> str:
+    return url_for("pages.dag_detail", dag_id=dag_id)
+
+
+def _ti_url(run_id: str, task_id: str) -> str:
+    return url_for("runs.task_detail", run_id=run_id, task_id=task_id)
+
+
+@bp.post("/dags/<dag_id>/trigger")
+def trigger(dag_id: str) -> Response:
+    store = get_store()
+    try:
+        conf = parse_params(store.current_spec(dag_id).params, request.form)
+        run_id, message = ops.trigger(store, dag_id, conf, now())
+    except OrchestratorError as exc:
+        flash(str(exc), "error")
+        return redirect(_dag_url(dag_id))
+    flash(message, "ok")
+    return redirect(url_for("runs.run_detail", run_id=run_id))
+
+
+@bp.post("/dags/<dag_id>/pause")
+def pause(dag_id: str) -> Response:
+    paused = request.form.get("paused") == "true"
+    back = request.form.get("back") == "list"
+    target = url_for("pages.dag_list") if back else _dag_url(dag_id)
+    return _do(lambda: ops.set_paused(get_store(), dag_id, paused, now()), target)
+
+
+@bp.post("/dags/<dag_id>/backfill")
+def backfill(dag_id: str) -> Response:
+    form = request.form
+    return _do(
+        lambda: ops.backfill(
+            get_store(), dag_id, form.get("start", ""), form.get("end", ""), now()
+        ),
+        _dag_url(dag_id),
+    )
+
+
+@bp.post("/runs/<run_id>/cancel")
+def cancel(run_id: str) -> Response:
+    return _do(
+        lambda: ops.cancel(get_store(), run_id, now(), current_user()),
+        url_for("runs.run_detail", run_id=run_id),
+    )
+
+
+@bp.post("/runs/<run_id>/tasks/<task_id>/clear")
+def clear(run_id: str, task_id: str) -> Response:
+    downstream = request.form.get("downstream") == "true"
+    return _do(
+        lambda: ops.clear(get_store(), run_id, task_id, downstream, now()),
+        _ti_url(run_id, task_id),
+    )
+
+
+@bp.post("/runs/<run_id>/tasks/<task_id>/mark")
+def mark(run_id: str, task_id: str) -> Response:
+    state = request.form.get("state", "")
+    return _do(
+        lambda: ops.mark(get_store(), run_id, task_id, state, now(), current_user()),
+        _ti_url(run_id, task_id),
+    )

@@ -1,0 +1,35 @@
+"""HTML page: the event log, filterable by DAG, run and kind, paged back by event id."""
+
+from __future__ import annotations
+
+from flask import Blueprint, render_template, request
+
+from webui.app import get_store
+from webui.queries import events_page
+
+bp = Blueprint("events", __name__)
+
+PAGE = 100
+KNOWN_KINDS = (
+    "run_created", "run_success", "run_failed", "run_cancelled", "task_retry",
+    "task_dead_lettered", "task_cleared", "task_marked_success", "task_marked_failed",
+    "stale_write_rejected", "dag_added", "dag_paused", "dag_unpaused", "dag_removed",
+    "schedule_changed", "import_error",
+)  # fmt: skip
+
+
+def filters() -> dict[str, str]:
+    return {k: request.args.get(k, "").strip() for k in ("dag_id", "run_id", "kind")}
+
+
+@bp.get("/events")
+def event_log() -> str:
+    f = filters()
+    before = request.args.get("before", type=int)
+    items = events_page(
+        get_store(), before=before, limit=PAGE, **{k: v or None for k, v in f.items()}
+    )
+    older = items[-1].id if len(items) == PAGE else None
+    return render_template(
+        "events.html", events=items, filters=f, kinds=KNOWN_KINDS, older=older, before=before
+    )
