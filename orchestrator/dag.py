@@ -111,6 +111,8 @@ class Task:
         timeout: timedelta | float | None = None,
         trigger_rule: str = "all_success",
         queue: str | None = None,
+        pool: str | None = None,
+        pool_slots: int = 1,
         description: str | None = None,
         env: dict[str, str] | None = None,
         alerts: Iterable[Any] | None = None,
@@ -151,6 +153,11 @@ class Task:
                 f"task {task_id!r}: unknown trigger_rule {trigger_rule!r} (one of: {rules})", where
             ) from None
         self.queue = _check_id("queue", queue or dag.default_queue, where)
+        # a pool caps how many tasks in it run at once, across all workers
+        self.pool = _check_id("pool", pool, where) if pool is not None else None
+        if not isinstance(pool_slots, int) or isinstance(pool_slots, bool) or pool_slots < 1:
+            raise _fail(f"task {task_id!r}: pool_slots must be an integer >= 1", where)
+        self.pool_slots = pool_slots
         self.description = description
         self.env = dict(env or {})
         # a branch task returns the task id (or list of ids) of the direct downstream

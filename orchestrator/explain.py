@@ -40,7 +40,7 @@ LEASE_EXPIRED = "lease_expired"
 DEAD_LETTERED = "dead_lettered"
 FINISHED = "finished"
 READY = "ready"
-POOL_FULL = "pool_full"  # reserved for pools (issue 5)
+POOL_FULL = "pool_full"
 NO_SCHEDULE = "no_schedule"
 BEFORE_START = "before_start"
 AFTER_END = "after_end"
@@ -96,11 +96,13 @@ class WorkerFact:
 
 @dataclass(frozen=True)
 class PoolFact:
-    """Reserved for pools (issue 5): which task instances hold a pool's slots."""
+    """A pool the task waits for: its size, who holds its slots and how many."""
 
     pool: str
     slots: int
     holders: tuple[str, ...]
+    used: int | None = None  # slots held (tasks may take several); None: one per holder
+    missing: bool = False  # no pool of that name exists
 
 
 @dataclass(frozen=True)
@@ -288,15 +290,24 @@ def _lease_reason(facts: TaskFacts) -> Reason:
 
 
 def _pool_reasons(facts: TaskFacts) -> list[Reason]:
-    return [
-        Reason(
-            POOL_FULL,
-            f"pool {p.pool} is full ({p.slots} slots), held by {', '.join(p.holders)}",
-            {"pool": p.pool, "slots": p.slots, "holders": list(p.holders)},
-        )
-        for p in facts.pools
-        if len(p.holders) >= p.slots
-    ]
+    reasons = []
+    for p in facts.pools:
+        data = {"pool": p.pool, "slots": p.slots, "holders": list(p.holders)}
+        if p.missing:
+            reasons.append(
+                Reason(
+                    POOL_FULL,
+                    f"pool {p.pool} does not exist: create it with "
+                    f"'orchestrator pools set {p.pool} SLOTS'",
+                    data,
+                )
+            )
+        elif (p.used if p.used is not None else len(p.holders)) >= p.slots:
+            held = ", ".join(p.holders) or "nobody (it has 0 slots)"
+            reasons.append(
+                Reason(POOL_FULL, f"pool {p.pool} is full ({p.slots} slots), held by {held}", data)
+            )
+    return reasons
 
 
 def _no_worker(facts: TaskFacts) -> Reason:

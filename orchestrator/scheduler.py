@@ -14,6 +14,7 @@ import logging
 import os
 import socket
 import threading
+import time
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -46,6 +47,10 @@ class TickResult:
         )
 
 
+class _LeaseAtRisk(Exception):
+    pass
+
+
 class Scheduler:
     def __init__(
         self,
@@ -68,26 +73,46 @@ class Scheduler:
         self.lease_ttl = timedelta(seconds=settings.lease_seconds)
 
     def tick(self, now: datetime) -> TickResult:
+        asked = time.monotonic()  # the lease runs from no earlier than this
         epoch = self.store.acquire_leadership(self.id, now, self.lease_ttl)
         if epoch is None:
             return TickResult(leader=False)
         result = TickResult(leader=True)
-        result.runs_created = self.schedule_dags(now)
-        result.runs_started = self.store.start_queued_runs(now)
-        result.reaped = self.store.reap_expired(now)
-        for _ in range(3):  # skips and failures propagate; a few passes settle them
-            released = self.store.release_ready(now)
-            result.released += released
-            finished = self.store.finish_runs(now)
-            result.runs_finished += finished
-            if not released and not finished:
-                break
-            if finished:  # a finished run may free a max_active_runs slot
-                result.runs_started += self.store.start_queued_runs(now)
-        self.store.finish_backfills(now)
+        try:
+            self._acting(asked)
+            result.runs_created = self.schedule_dags(now)
+            self._acting(asked)
+            result.runs_started = self.store.start_queued_runs(now)
+            result.reaped = self.store.reap_expired(now)
+            for _ in range(3):  # skips and failures propagate; a few passes settle them
+                self._acting(asked)
+                released = self.store.release_ready(now)
+                result.released += released
+                finished = self.store.finish_runs(now)
+                result.runs_finished += finished
+                if not released and not finished:
+                    break
+                if finished:  # a finished run may free a max_active_runs slot
+                    result.runs_started += self.store.start_queued_runs(now)
+            self.store.finish_backfills(now)
+        except _LeaseAtRisk:
+            log.warning(
+                "scheduler %s: tick outlasted half its lease; stopping to renew it first", self.id
+            )
         if result.released and self.on_release is not None:
             self.on_release.set()
         return result
+
+    def _acting(self, asked: float) -> None:
+        """Self-fencing: act only while the lease is certainly still ours.
+
+        The lease was renewed no earlier than ``asked``; past half its length, stop
+        and renew before doing more, so a slow or cut-off leader never acts on an
+        expired lease. (Its late writes would be harmless anyway: every creation and
+        state change is a compare-and-set.)
+        """
+        if time.monotonic() - asked > self.lease_ttl.total_seconds() / 2:
+            raise _LeaseAtRisk
 
     def schedule_dags(self, now: datetime) -> int:
         created = 0
@@ -96,6 +121,8 @@ class Scheduler:
                 continue
             try:
                 spec = self.store.spec(dag.dag_id, dag.version_hash)
+                if spec.schedule.kind == "none":
+                    continue  # manual only: nothing to create, no history to look up
                 has_history = (
                     dag.next_logical_date is None
                     and self.store.latest_run_date(dag.dag_id) is not None
@@ -137,5 +164,8 @@ class Scheduler:
                 continue
             self.wake.wait(self.settings.scheduler_interval)
             self.wake.clear()
-        self.store.release_leadership(self.id)
+        try:
+            self.store.release_leadership(self.id)
+        except Exception:  # noqa: BLE001 - it will expire by itself
+            log.warning("could not give up the leader lease; it expires by itself")
         log.info("scheduler %s stopped", self.id)

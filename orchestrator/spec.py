@@ -68,6 +68,7 @@ def serialize_dag(dag: DAG) -> dict[str, Any]:
                 "env": t.env,
                 "lineno": t.lineno,
                 "branch": t.branch,
+                **({"pool": t.pool, "pool_slots": t.pool_slots} if t.pool else {}),
                 **serialized(t.alerts, t.callbacks),
             }
         )
@@ -119,6 +120,8 @@ class TaskSpec:
     env: dict[str, str]
     lineno: int | None
     branch: bool = False
+    pool: str | None = None
+    pool_slots: int = 1
     alerts: tuple[dict[str, Any], ...] = ()
     callbacks: tuple[str, ...] = ()
 
@@ -232,6 +235,8 @@ class DagSpec:
                 env=t.get("env") or {},
                 lineno=t["lineno"],
                 branch=t.get("branch", False),
+                pool=t.get("pool"),
+                pool_slots=t.get("pool_slots", 1),
                 alerts=tuple(t.get("alerts") or ()),
                 callbacks=tuple(t.get("callbacks") or ()),
             )

@@ -17,12 +17,23 @@ from collections.abc import Sequence
 
 from sqlalchemy.exc import DBAPIError
 
-from orchestrator.cli import alerts, backfill, dags, processes, runs, schedule, status, tasks, users
+from orchestrator.cli import (
+    alerts,
+    backfill,
+    dags,
+    pools,
+    processes,
+    runs,
+    schedule,
+    status,
+    tasks,
+    users,
+)
 from orchestrator.cli.common import dispose_opened, load_settings, make_parents
 from orchestrator.errors import OrchestratorError
 from orchestrator.logging_setup import configure as configure_logging
 
-GROUPS = (processes, dags, runs, tasks, users, status, backfill, schedule, alerts)
+GROUPS = (processes, dags, runs, tasks, users, status, pools, backfill, schedule, alerts)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -24,6 +24,7 @@ def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
         data = status.to_dict()
         data["schedulers"] = [s.to_dict() for s in status.schedulers]
         data["workers"] = [w.to_dict() for w in status.workers]
+        data["pools"] = [p.to_dict() for p in store.pools()]
         emit(args, data)
         return 0
     if status.leader:
@@ -52,4 +53,9 @@ def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
     print()
     queued = ", ".join(f"{q}: {n}" for q, n in sorted(status.queued_tasks.items())) or "none"
     print(f"running tasks: {status.running_tasks}; queued by queue: {queued}")
+    pools = [p.to_dict() for p in store.pools()]
+    if pools:
+        print()
+        print("pools:")
+        print(format_table(pools, ("name", "slots", "used", "running", "queued")))
     return 0

@@ -10,6 +10,7 @@ compare-and-set whose row count is checked. Records, not rows, leave it.
 
 from orchestrator.store.alert_store import AlertStore
 from orchestrator.store.backfill_store import BackfillStore
+from orchestrator.store.claims import ClaimStore
 from orchestrator.store.cluster_store import ClusterStore
 from orchestrator.store.dag_store import DagStore
 from orchestrator.store.events import EventStore
@@ -24,6 +25,7 @@ from orchestrator.store.user_store import UserStore
 
 
 class Store(
+    ClaimStore,
     BackfillStore,
     DagStore,
     RunStore,

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from datetime import datetime
 
 from sqlalchemy import delete, insert, select, update
+from sqlalchemy.exc import IntegrityError
 
 from orchestrator.errors import NotFoundError
 from orchestrator.spec import DagSpec, dumps, spec_hash
@@ -37,11 +39,13 @@ class DagStore(StoreBase):
                 )
             ).first()
             if exists is None:
-                conn.execute(
-                    insert(m.dag_versions).values(
-                        dag_id=data["dag_id"], hash=digest, data=dumps(data), created_at=now
+                # several schedulers parse the same files: another may store it first
+                with contextlib.suppress(IntegrityError), conn.begin_nested():
+                    conn.execute(
+                        insert(m.dag_versions).values(
+                            dag_id=data["dag_id"], hash=digest, data=dumps(data), created_at=now
+                        )
                     )
-                )
             desc = DagSpec.from_dict(data).schedule.describe()
             values = dict(
                 fileloc=data["fileloc"],
@@ -56,16 +60,20 @@ class DagStore(StoreBase):
             )
             row = conn.execute(select(d).where(d.c.dag_id == data["dag_id"])).first()
             if row is None:
-                conn.execute(
-                    insert(d).values(
-                        dag_id=data["dag_id"],
-                        is_paused=bool(data["paused_at_creation"]),
-                        next_logical_date=None,
-                        schedule_exhausted=False,
-                        created_at=now,
-                        **values,
-                    )
-                )
+                try:
+                    with conn.begin_nested():
+                        conn.execute(
+                            insert(d).values(
+                                dag_id=data["dag_id"],
+                                is_paused=bool(data["paused_at_creation"]),
+                                next_logical_date=None,
+                                schedule_exhausted=False,
+                                created_at=now,
+                                **values,
+                            )
+                        )
+                except IntegrityError:  # another scheduler's processor added it first
+                    return False
                 record_event(
                     conn,
                     now,

@@ -9,7 +9,7 @@ import networkx as nx
 from sqlalchemy import select, update
 
 from orchestrator.errors import NotFoundError, StateError
-from orchestrator.explain import DagFacts, SlotHolder, TaskFacts, WorkerFact
+from orchestrator.explain import DagFacts, PoolFact, SlotHolder, TaskFacts, WorkerFact
 from orchestrator.states import RunState, TaskState
 from orchestrator.store import models as m
 from orchestrator.store.base import StoreBase, lock_runs, record_event
@@ -44,6 +44,7 @@ class ExplainStore(StoreBase):
                 .order_by(r.c.logical_date)
             ).all()
             workers = conn.execute(select(w)).all()
+            pools = self._pool_facts(conn, task.pool if task else None, inst.state)
         facts = [
             WorkerFact(x.worker_id, tuple(q for q in x.queues.split(",") if q), x.heartbeat_at,
                        x.stopped_at)
@@ -60,8 +61,23 @@ class ExplainStore(StoreBase):
             queue=inst.queue, workers=tuple(facts), worker_stale_after=worker_stale_after,
             try_number=inst.try_number, max_tries=inst.max_tries, ready_at=inst.ready_at,
             owner=inst.owner, lease_expires_at=inst.lease_expires_at,
-            owner_heartbeat_at=owner_beat, error=inst.error,
+            owner_heartbeat_at=owner_beat, error=inst.error, pools=pools,
         )  # fmt: skip
+
+    def _pool_facts(self, conn, pool: str | None, state: str) -> tuple[PoolFact, ...]:
+        """The task's pool, when it waits for one: its size and who holds its slots."""
+        if pool is None or state not in (TaskState.QUEUED, TaskState.UP_FOR_RETRY):
+            return ()
+        slots = conn.execute(select(m.pools.c.slots).where(m.pools.c.name == pool)).scalar()
+        held = conn.execute(
+            select(ti.c.run_id, ti.c.task_id, ti.c.pool_slots)
+            .where(ti.c.pool == pool, ti.c.state == TaskState.RUNNING)
+            .order_by(ti.c.id)
+        ).all()
+        holders = tuple(f"{h.task_id} in {h.run_id}" for h in held)
+        return (
+            PoolFact(pool, slots or 0, holders, sum(h.pool_slots for h in held), slots is None),
+        )
 
     def dag_facts(self, dag_id: str, now: datetime) -> DagFacts:
         dag = self.get_dag(dag_id)  # type: ignore[attr-defined]

@@ -165,6 +165,8 @@ task_instances = Table(
     Column("try_number", Integer, nullable=False, default=0),
     Column("max_tries", Integer, nullable=False),
     Column("queue", String(250), nullable=False),
+    Column("pool", String(250)),
+    Column("pool_slots", Integer, nullable=False, default=1, server_default="1"),
     Column("owner", String(250)),
     Column("lease_expires_at", UTCDateTime),
     Column("ready_at", UTCDateTime),
@@ -230,6 +232,16 @@ workers = Table(
     Column("started_at", UTCDateTime, nullable=False),
     Column("heartbeat_at", UTCDateTime, nullable=False),
     Column("stopped_at", UTCDateTime),
+)
+
+# -- pools: named slot limits shared across the cluster (migration 0005) --------------
+pools = Table(
+    "pools",
+    metadata,
+    Column("name", String(250), primary_key=True),
+    Column("slots", Integer, nullable=False),
+    Column("description", Text),
+    Column("updated_at", UTCDateTime, nullable=False),
 )
 
 # -- scheduler registry for `orchestrator status` (migration 0005) ---------------------

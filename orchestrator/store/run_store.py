@@ -87,6 +87,8 @@ def insert_run(
                 "try_number": 0,
                 "max_tries": t.max_tries,
                 "queue": t.queue,
+                "pool": t.pool,
+                "pool_slots": t.pool_slots,
             }
             for t in spec.tasks.values()
         ],

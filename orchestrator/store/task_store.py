@@ -1,4 +1,4 @@
-"""Task instances: release, claim, heartbeat, finish (fenced), reap, clear.
+"""Task instances: release, heartbeat, finish (fenced), reap, clear (claims: claims.py).
 
 Every write after a claim is fenced on (id, try_number, owner, state='running'):
 a worker that lost its lease changes nothing, and that is logged loudly.
@@ -6,7 +6,6 @@ a worker that lost its lease changes nothing, and that is logged loudly.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Iterable
 from datetime import datetime, timedelta
@@ -15,7 +14,7 @@ import networkx as nx
 from sqlalchemy import and_, insert, select, tuple_, update
 
 from orchestrator.errors import NotFoundError
-from orchestrator.states import TASK_CLAIMABLE, TASK_FINISHED, RunState, TaskState
+from orchestrator.states import TASK_FINISHED, RunState, TaskState
 from orchestrator.store import models as m
 from orchestrator.store.base import StoreBase, lock_runs, record_event
 from orchestrator.store.records import Claim, TaskInstanceRecord, TryRecord
@@ -147,93 +146,6 @@ class TaskStore(StoreBase):
         return out
 
     # -- worker side ---------------------------------------------------------------------
-    def claim(
-        self,
-        owner: str,
-        now: datetime,
-        lease: timedelta,
-        *,
-        limit: int,
-        queues: Iterable[str] = ("default",),
-    ) -> list[Claim]:
-        """Atomically take up to ``limit`` claimable task instances under a lease."""
-        if limit <= 0:
-            return []
-        expires = now + lease
-        pick = (
-            select(ti.c.id)
-            .where(
-                ti.c.state.in_(list(TASK_CLAIMABLE)),
-                ti.c.ready_at <= now,
-                ti.c.queue.in_(list(queues)),
-            )
-            .order_by(ti.c.ready_at, ti.c.id)
-            .limit(limit)
-        )
-        if self.is_postgres:
-            pick = pick.with_for_update(skip_locked=True)
-        with self.write() as conn:
-            claimed = conn.execute(
-                update(ti)
-                .where(ti.c.id.in_(pick.scalar_subquery()), ti.c.state.in_(list(TASK_CLAIMABLE)))
-                .values(
-                    state=TaskState.RUNNING,
-                    owner=owner,
-                    try_number=ti.c.try_number + 1,
-                    lease_expires_at=expires,
-                    start_date=now,
-                    end_date=None,
-                )
-                .returning(ti.c.id, ti.c.run_pk, ti.c.try_number, ti.c.max_tries, ti.c.task_id)
-            ).all()
-            if not claimed:
-                return []
-            runs = {
-                row.id: row
-                for row in conn.execute(
-                    select(m.dag_runs).where(m.dag_runs.c.id.in_({c.run_pk for c in claimed}))
-                )
-            }
-            out = []
-            for c in sorted(claimed, key=lambda c: c.id):
-                run = runs[c.run_pk]
-                out.append(
-                    Claim(
-                        ti_id=c.id,
-                        dag_id=run.dag_id,
-                        run_id=run.run_id,
-                        task_id=c.task_id,
-                        try_number=c.try_number,
-                        max_tries=c.max_tries,
-                        owner=owner,
-                        lease_expires_at=expires,
-                        logical_date=run.logical_date,
-                        data_interval_start=run.data_interval_start,
-                        data_interval_end=run.data_interval_end,
-                        conf=json.loads(run.conf or "{}"),
-                        version_hash=run.version_hash,
-                        log_path=log_path_for(run.dag_id, run.run_id, c.task_id, c.try_number),
-                    )
-                )
-            conn.execute(
-                insert(tries),
-                [
-                    {
-                        "ti_id": c.ti_id,
-                        "dag_id": c.dag_id,
-                        "run_id": c.run_id,
-                        "task_id": c.task_id,
-                        "try_number": c.try_number,
-                        "worker": owner,
-                        "state": "running",
-                        "start_date": now,
-                        "log_path": c.log_path,
-                    }
-                    for c in out
-                ],
-            )
-        return out
-
     def heartbeat(
         self, owner: str, held: Iterable[tuple[int, int]], now: datetime, lease: timedelta
     ) -> set[tuple[int, int]]:

@@ -169,3 +169,37 @@ def test_listen_notify_is_a_no_op_on_sqlite(sqlite_url):
     wakeup.Notifier(sqlite_url).event(wakeup.TASKS, local).set()
     assert local.is_set() and not woke.is_set()
     listener.stop()
+
+
+def test_a_leader_stops_acting_when_its_tick_outlasts_half_the_lease(
+    harness, write_dag, store, settings, clock, monkeypatch
+):
+    """Self-fencing: a slow tick stops before releasing anything on an old lease."""
+    start_slow_run(harness, write_dag)  # the first tick already released the task
+    write_dag(
+        "two.py",
+        """
+        from orchestrator import DAG, task
+
+        with DAG("two", schedule=None) as dag:
+            task(task_id="a")(lambda ctx: None)
+        """,
+    )
+    harness.parse()
+    run = store.trigger_run("two", clock.now())
+    fast = settings.with_(lease_seconds=0.4, heartbeat_seconds=0.1)
+    slow = Scheduler(store, clock, fast, scheduler_id="slow")
+    real = slow.schedule_dags
+
+    def schedule_slowly(now):
+        time.sleep(0.3)  # past half the 0.4 s lease
+        return real(now)
+
+    monkeypatch.setattr(slow, "schedule_dags", schedule_slowly)
+    clock.advance(seconds=31)  # the harness scheduler's lease has expired
+    result = slow.tick(clock.now())
+    assert result.leader and result.released == 0 and not result.runs_started
+    assert store.get_run(run.run_id).state == "queued"
+    monkeypatch.setattr(slow, "schedule_dags", real)
+    result = slow.tick(clock.now())  # a quick tick acts
+    assert result.runs_started == [run.run_id] and result.released == 1

@@ -235,3 +235,41 @@ def test_postgres_restart_mid_run_loses_and_repeats_nothing(
     assert {t.state for t in tis} == {"success"}, c.logs()
     done = {p.name for p in effects.iterdir() if p.name != "executions.log"}
     assert len(done) == 40
+
+
+def test_a_pool_of_three_holds_with_eight_workers_claiming(
+    pg_settings, pg_store, write_dag, tmp_path
+):
+    """8 worker processes race for 24 tasks in a 3-slot pool: never more than 3 run."""
+    write_dag(
+        "pooled.py",
+        """
+        import time
+        from orchestrator import DAG, task
+
+        with DAG("pooled", schedule=None) as dag:
+            def nap(ctx):
+                time.sleep(0.4)
+            for i in range(24):
+                task(task_id=f"t{i}", pool="three")(nap)
+        """,
+    )
+    pg_store.set_pool("three", 3, datetime.now(UTC))
+    samples: list[int] = []
+    with cluster(pg_settings, tmp_path, **FAST) as c:
+        c.start("scheduler")
+        for _ in range(8):
+            c.start("worker", "--concurrency", "2")
+        wait_for(lambda: pg_store.list_dags(), "the DAG to be parsed", 30)
+        run = pg_store.trigger_run("pooled", datetime.now(UTC))
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            tis = pg_store.task_instances(run.run_id)
+            samples.append(sum(t.state == "running" for t in tis))
+            if all(t.state == "success" for t in tis):
+                break
+            time.sleep(0.05)
+        wait_for(lambda: pg_store.get_run(run.run_id).state == "success", c.logs(), 20)
+    print(f"{len(samples)} samples; running counts seen: {sorted(set(samples))}")
+    assert max(samples) <= 3
+    assert max(samples) == 3  # the pool was used to the full, not starved

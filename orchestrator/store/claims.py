@@ -1,0 +1,264 @@
+"""Claiming task instances under a lease, and the pools that cap how many run at once.
+
+A claim is one atomic ``UPDATE ... WHERE id IN (SELECT ... FOR UPDATE SKIP LOCKED)
+RETURNING``, so two workers never take one attempt. Tasks in a pool are claimed only
+while the pool has free slots: the claim locks the pool's row first (PostgreSQL; on
+SQLite every write is serialised anyway), counts the slots its running tasks hold,
+and takes no more than what is left, so a pool is never exceeded, however many
+workers claim at once. Pools are locked in name order, so claims never deadlock.
+
+>>> store.set_pool("warehouse", 3, now)                          # doctest: +SKIP
+>>> store.claim("worker-1", now, timedelta(seconds=30), limit=8)  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import Connection, delete, func, insert, select, update
+
+from orchestrator.errors import ConfigError, NotFoundError
+from orchestrator.states import TASK_CLAIMABLE, TaskState
+from orchestrator.store import models as m
+from orchestrator.store.base import StoreBase, record_event
+from orchestrator.store.records import Claim, Record
+from orchestrator.store.task_store import log_path_for
+
+ti = m.task_instances
+tries = m.task_tries
+CLAIMABLE = list(TASK_CLAIMABLE)
+
+
+@dataclass(frozen=True)
+class PoolRecord(Record):
+    name: str
+    slots: int
+    used: int
+    running: int
+    queued: int
+    description: str | None
+
+
+class ClaimStore(StoreBase):
+    def claim(
+        self,
+        owner: str,
+        now: datetime,
+        lease: timedelta,
+        *,
+        limit: int,
+        queues: Iterable[str] = ("default",),
+    ) -> list[Claim]:
+        """Atomically take up to ``limit`` claimable task instances under a lease."""
+        if limit <= 0:
+            return []
+        queues = list(queues)
+        expires = now + lease
+        with self.write() as conn:
+            pick = self._claimable(now, queues).where(ti.c.pool.is_(None)).limit(limit)
+            claimed = self._take(conn, pick, owner, now, expires)
+            if len(claimed) < limit:
+                claimed += self._take_pooled(
+                    conn, owner, now, expires, limit - len(claimed), queues
+                )
+            if not claimed:
+                return []
+            return self._record_claims(conn, claimed, owner, now, expires)
+
+    def _claimable(self, now: datetime, queues: list[str]) -> Any:
+        return (
+            select(ti.c.id)
+            .where(ti.c.state.in_(CLAIMABLE), ti.c.ready_at <= now, ti.c.queue.in_(queues))
+            .order_by(ti.c.ready_at, ti.c.id)
+        )
+
+    def _take(
+        self, conn: Connection, pick: Any, owner: str, now: datetime, expires: datetime
+    ) -> list:
+        if self.is_postgres:
+            pick = pick.with_for_update(skip_locked=True)
+        return conn.execute(
+            update(ti)
+            .where(ti.c.id.in_(pick.scalar_subquery()), ti.c.state.in_(CLAIMABLE))
+            .values(
+                state=TaskState.RUNNING,
+                owner=owner,
+                try_number=ti.c.try_number + 1,
+                lease_expires_at=expires,
+                start_date=now,
+                end_date=None,
+            )
+            .returning(ti.c.id, ti.c.run_pk, ti.c.try_number, ti.c.max_tries, ti.c.task_id)
+        ).all()
+
+    def _take_pooled(
+        self,
+        conn: Connection,
+        owner: str,
+        now: datetime,
+        expires: datetime,
+        limit: int,
+        queues: list[str],
+    ) -> list:
+        waiting = (
+            conn.execute(
+                select(ti.c.pool)
+                .where(
+                    ti.c.state.in_(CLAIMABLE),
+                    ti.c.ready_at <= now,
+                    ti.c.queue.in_(queues),
+                    ti.c.pool.is_not(None),
+                )
+                .distinct()
+                .order_by(ti.c.pool)
+            )
+            .scalars()
+            .all()
+        )
+        taken: list = []
+        for name in waiting:
+            if len(taken) >= limit:
+                break
+            pool_q = select(m.pools.c.slots).where(m.pools.c.name == name)
+            if self.is_postgres:
+                pool_q = pool_q.with_for_update()  # one claimer per pool at a time
+            slots = conn.execute(pool_q).scalar()
+            if slots is None:
+                continue  # no such pool: its tasks wait (the explainer says why)
+            used = conn.execute(
+                select(func.coalesce(func.sum(ti.c.pool_slots), 0)).where(
+                    ti.c.pool == name, ti.c.state == TaskState.RUNNING
+                )
+            ).scalar_one()
+            free = slots - used
+            if free <= 0:
+                continue
+            candidates = conn.execute(
+                self._claimable(now, queues)
+                .add_columns(ti.c.pool_slots)
+                .where(ti.c.pool == name)
+                .limit(limit - len(taken))
+            ).all()
+            chosen = []
+            for c in candidates:
+                if c.pool_slots <= free:
+                    chosen.append(c.id)
+                    free -= c.pool_slots
+            if chosen:
+                pick = select(ti.c.id).where(ti.c.id.in_(chosen))
+                taken += self._take(conn, pick, owner, now, expires)
+        return taken
+
+    def _record_claims(
+        self, conn: Connection, claimed: list, owner: str, now: datetime, expires: datetime
+    ) -> list[Claim]:
+        runs = {
+            row.id: row
+            for row in conn.execute(
+                select(m.dag_runs).where(m.dag_runs.c.id.in_({c.run_pk for c in claimed}))
+            )
+        }
+        out = []
+        for c in sorted(claimed, key=lambda c: c.id):
+            run = runs[c.run_pk]
+            out.append(
+                Claim(
+                    ti_id=c.id,
+                    dag_id=run.dag_id,
+                    run_id=run.run_id,
+                    task_id=c.task_id,
+                    try_number=c.try_number,
+                    max_tries=c.max_tries,
+                    owner=owner,
+                    lease_expires_at=expires,
+                    logical_date=run.logical_date,
+                    data_interval_start=run.data_interval_start,
+                    data_interval_end=run.data_interval_end,
+                    conf=json.loads(run.conf or "{}"),
+                    version_hash=run.version_hash,
+                    log_path=log_path_for(run.dag_id, run.run_id, c.task_id, c.try_number),
+                )
+            )
+        conn.execute(
+            insert(tries),
+            [
+                {
+                    "ti_id": c.ti_id,
+                    "dag_id": c.dag_id,
+                    "run_id": c.run_id,
+                    "task_id": c.task_id,
+                    "try_number": c.try_number,
+                    "worker": owner,
+                    "state": "running",
+                    "start_date": now,
+                    "log_path": c.log_path,
+                }
+                for c in out
+            ],
+        )
+        return out
+
+    # -- pools ---------------------------------------------------------------------------
+    def set_pool(
+        self, name: str, slots: int, now: datetime, description: str | None = None
+    ) -> None:
+        """Create a pool or change its size (``orchestrator pools set NAME SLOTS``)."""
+        if not isinstance(slots, int) or slots < 0:
+            raise ConfigError(f"pool {name!r}: slots must be an integer >= 0, got {slots!r}")
+        p = m.pools
+        with self.write() as conn:
+            done = conn.execute(
+                update(p).where(p.c.name == name).values(slots=slots, updated_at=now)
+            ).rowcount
+            if not done:
+                conn.execute(
+                    insert(p).values(
+                        name=name, slots=slots, description=description, updated_at=now
+                    )
+                )
+            record_event(conn, now, "pool_set", f"pool {name} has {slots} slot(s)")
+
+    def delete_pool(self, name: str, now: datetime) -> None:
+        with self.write() as conn:
+            if not conn.execute(delete(m.pools).where(m.pools.c.name == name)).rowcount:
+                raise NotFoundError(f"no pool named {name!r}")
+            record_event(conn, now, "pool_deleted", f"pool {name} deleted: its tasks wait")
+
+    def pools(self) -> list[PoolRecord]:
+        """Every pool with the slots its running tasks hold, and tasks waiting for it."""
+        with self.read() as conn:
+            rows = conn.execute(select(m.pools).order_by(m.pools.c.name)).all()
+            usage = {
+                r.pool: r
+                for r in conn.execute(
+                    select(
+                        ti.c.pool,
+                        func.sum(ti.c.pool_slots).label("used"),
+                        func.count().label("running"),
+                    )
+                    .where(ti.c.pool.is_not(None), ti.c.state == TaskState.RUNNING)
+                    .group_by(ti.c.pool)
+                )
+            }
+            queued = dict(
+                conn.execute(
+                    select(ti.c.pool, func.count())
+                    .where(ti.c.pool.is_not(None), ti.c.state.in_(CLAIMABLE))
+                    .group_by(ti.c.pool)
+                ).all()
+            )
+        return [
+            PoolRecord(
+                name=r.name,
+                slots=r.slots,
+                used=int(usage[r.name].used) if r.name in usage else 0,
+                running=usage[r.name].running if r.name in usage else 0,
+                queued=queued.get(r.name, 0),
+                description=r.description,
+            )
+            for r in rows
+        ]
