@@ -46,6 +46,11 @@ FIELDS: dict[str, tuple[type, Any, str]] = {
     "smtp_host": (str, "localhost", "SMTP server for email alerts"),
     "smtp_port": (int, 25, "port of the SMTP server"),
     "smtp_from": (str, "orchestrator@localhost", "sender address of email alerts"),
+    "metrics_token": (
+        str,
+        None,
+        "bearer token that lets Prometheus scrape /metrics when the UI requires a login",
+    ),
     "alert_timeout": (float, 10.0, "seconds one webhook or SMTP attempt may take"),
     "alert_max_attempts": (int, 5, "attempts to deliver an alert before giving up"),
     "alert_interval": (float, 5.0, "seconds between alert watchdog checks"),
@@ -74,6 +79,7 @@ class Settings:
     smtp_host: str
     smtp_port: int
     smtp_from: str
+    metrics_token: str | None
     alert_timeout: float
     alert_max_attempts: int
     alert_interval: float

@@ -63,6 +63,7 @@ def create_app(
     app.config["LOGIN_REQUIRED"] = (
         not is_loopback(settings.web_host) if login_required is None else login_required
     )
+    app.config["METRICS_TOKEN"] = settings.metrics_token
 
     app.add_template_filter(formatting.in_zone, "in_zone")
     app.add_template_filter(formatting.utc, "utc")

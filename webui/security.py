@@ -39,6 +39,15 @@ def csrf_token() -> str:
     return token
 
 
+def _scraper_token_ok() -> bool:
+    """Prometheus cannot log in: a configured bearer token opens /metrics alone."""
+    expected = current_app.config.get("METRICS_TOKEN")
+    sent = request.headers.get("Authorization", "")
+    if not expected or not sent.startswith("Bearer "):
+        return False
+    return hmac.compare_digest(sent[len("Bearer ") :].encode(), expected.encode())
+
+
 def current_user() -> str | None:
     return session.get("user")
 
@@ -47,6 +56,8 @@ def check_request() -> Any:
     needs_login = (
         current_app.config.get("LOGIN_REQUIRED") and request.endpoint not in PUBLIC_ENDPOINTS
     )
+    if needs_login and request.endpoint == "metrics.metrics" and _scraper_token_ok():
+        needs_login = False
     if needs_login and not current_user():
         if request.path.startswith("/api/"):
             body = {"status": 401, "title": "Unauthorized", "detail": "log in first"}
