@@ -63,19 +63,24 @@ from orchestrator.settings import Settings  # noqa: E402
 from orchestrator.states import RUN_FINISHED, TaskState  # noqa: E402
 from orchestrator.store import Store  # noqa: E402
 from orchestrator.store.db import upgrade  # noqa: E402
+from orchestrator.wakeup import WakeEvent  # noqa: E402
 from orchestrator.worker import Worker  # noqa: E402
 
 DEFAULT_PG_URL = os.environ.get(
     "ORCHESTRATOR_BENCH_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
 )
 BACKENDS = ("sqlite", "postgres")
-SCENARIOS = ("wide", "chain", "raw")
+SCENARIOS = ("wide", "chain", "catchup", "raw", "parse", "memory", "scale")
 
 # Targets set by the performance issue: (comparison, value). None: no target yet.
 TARGETS: dict[tuple[str, str], tuple[str, float]] = {
     ("wide", "tasks_per_s"): (">=", 400.0),
     ("chain", "latency_median_ms"): ("<=", 5.0),
     ("chain", "latency_p95_ms"): ("<=", 20.0),
+    ("catchup", "wall_s"): ("<=", 2.0),
+    ("parse", "scan_s_per_1000_files"): ("<=", 10.0),
+    ("memory", "pss_mb"): ("<=", 250.0),
+    ("ratio", "wide_vs_raw"): (">=", 0.25),
 }
 
 
@@ -263,7 +268,7 @@ class Engine:
         clock = SystemClock()
         self.stop = threading.Event()
         self.sched_wake = threading.Event()
-        self.worker_wakes = [threading.Event() for _ in range(workers)]
+        self.worker_wakes = [WakeEvent() for _ in range(workers)]
         self.scheduler = Scheduler(
             store,
             clock,
@@ -355,12 +360,32 @@ def setup(ctx: Context, filename: str, source: str) -> tuple[Store, Settings]:
     return store, settings
 
 
-def run_dag(ctx: Context, store: Store, settings: Settings, dag_id: str, label: str) -> Any:
-    """Trigger one run with the engine in threads; return (run, wall seconds)."""
+def uses_processes(ctx: Context) -> bool:
+    """Separate scheduler and worker processes (PostgreSQL), or threads (SQLite)?"""
+    mode = ctx.args.mode
+    return mode == "processes" or (mode == "auto" and ctx.backend == "postgres")
+
+
+def start_engine(ctx: Context, store: Store, settings: Settings) -> Any:
+    """The engine as the backend's deployment runs it, started and idle."""
+    if uses_processes(ctx):
+        from procs import ProcessEngine
+
+        engine: Any = ProcessEngine(
+            store, settings, ctx.args.workers, ctx.args.concurrency, ctx.workdir
+        )
+        engine.start()
+        return engine
     engine = Engine(store, settings, ctx.args.workers, ctx.args.concurrency, ctx.profiles)
     engine.start()
+    time.sleep(0.2)  # let the threads register and go idle
+    return engine
+
+
+def run_dag(ctx: Context, store: Store, settings: Settings, dag_id: str, label: str) -> Any:
+    """Trigger one run with the engine running; return (run, wall seconds)."""
+    engine = start_engine(ctx, store, settings)
     try:
-        time.sleep(0.2)  # let the threads register and go idle
         clock = SystemClock()
         triggered = clock.now()
         run = store.trigger_run(dag_id, triggered)
@@ -504,6 +529,12 @@ def scenario_raw(ctx: Context) -> list[Figure]:
     ]
 
 
+def scenario_catchup(ctx: Context) -> list[Figure]:
+    from catchup import run_catchup  # noqa: PLC0415 - keeps this module's size in check
+
+    return run_catchup(ctx)
+
+
 def aggregate(repeats: list[list[Figure]]) -> list[Figure]:
     """One figure per name: the median over the repeats, with every value kept."""
     out = []
@@ -520,8 +551,22 @@ def aggregate(repeats: list[list[Figure]]) -> list[Figure]:
 RUNNERS: dict[str, Callable[[Context], list[Figure]]] = {
     "wide": scenario_wide,
     "chain": scenario_chain,
+    "catchup": scenario_catchup,
     "raw": scenario_raw,
+    # in their own modules (bench/parse_speed.py, memory.py, scale.py), imported on use
+    "parse": lambda ctx: __import__("parse_speed").scenario(ctx),
+    "memory": lambda ctx: __import__("memory").scenario(ctx),
+    "scale": lambda ctx: __import__("scale").scenario(ctx),
 }
+
+
+def ratio_figures(backend: str, figures: list[Figure]) -> list[Figure]:
+    """wide tasks/s over raw transactions/s, when both ran on ``backend`` in this run."""
+    by = {(f.scenario, f.figure): f.value for f in figures if f.backend == backend}
+    wide, raw = by.get(("wide", "tasks_per_s")), by.get(("raw", "transactions_per_s"))
+    if not wide or not raw:
+        return []
+    return [figure(backend, "ratio", "wide_vs_raw", wide / raw, "x")]
 
 
 # -- machine and output -------------------------------------------------------------------
@@ -566,7 +611,7 @@ def fmt_value(f: Figure) -> str:
         return f"{f.value:.0f}"
     if f.unit == "s":
         return f"{f.value:.3f}"
-    if f.unit == "ms":
+    if f.unit == "ms" or f.unit == "x":
         return f"{f.value:.2f}"
     return f"{f.value:.1f}"
 
@@ -608,7 +653,24 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--backend", choices=[*BACKENDS, "all"], default="all")
     p.add_argument("--scenario", choices=[*SCENARIOS, "all"], default="all")
-    p.add_argument("--workers", type=int, default=1, help="worker threads (default 1)")
+    p.add_argument("--workers", type=int, default=1, help="workers (default 1)")
+    p.add_argument(
+        "--mode",
+        choices=["auto", "threads", "processes"],
+        default="auto",
+        help="scheduler and workers as threads of this process (standalone) or as "
+        "'orchestrator scheduler'/'worker' processes; auto: threads on SQLite, "
+        "processes on PostgreSQL",
+    )
+    p.add_argument("--catchup-runs", type=int, default=720, help="missed runs in 'catchup'")
+    p.add_argument("--parse-files", type=int, default=1000, help="DAG files in 'parse'")
+    p.add_argument("--memory-dags", type=int, default=100, help="DAG files in 'memory'")
+    p.add_argument(
+        "--scale-sizes",
+        default="10000,1000000",
+        help="historical task instances in 'scale', smallest first (default 10000,1000000)",
+    )
+    p.add_argument("--scale-ticks", type=int, default=30, help="scheduler ticks timed per size")
     p.add_argument(
         "--concurrency", type=int, default=8, help="task processes per worker (default 8)"
     )
@@ -693,6 +755,7 @@ def main(argv: list[str] | None = None) -> int:
                     shutil.rmtree(workdir, ignore_errors=True)
             else:
                 figures += repeats[0] if args.repeat == 1 else aggregate(repeats)
+        figures += ratio_figures(backend, figures)
 
     if args.json:
         out = {
@@ -703,6 +766,8 @@ def main(argv: list[str] | None = None) -> int:
                 "width": args.width,
                 "length": args.length,
                 "raw_count": args.raw_count,
+                "catchup_runs": args.catchup_runs,
+                "mode": args.mode,
                 "repeat": args.repeat,
             },
             "results": [asdict(f) for f in figures],

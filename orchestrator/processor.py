@@ -1,9 +1,11 @@
 """The DAG processor: imports DAG files in child processes and stores what they define.
 
-Each file is imported in its own child process with a time limit, so a file that
-loops forever, calls ``sys.exit``, crashes the interpreter or raises becomes an
-import error record (file, message, traceback) and harms nothing else: the DAGs of
-every other file, and the last good version of this one, keep being scheduled.
+Files are imported in child processes (a small pool per scan, see
+:mod:`orchestrator.parse_pool`) with a time limit per file, so a file that loops
+forever, calls ``sys.exit``, crashes the interpreter or raises becomes an import error
+record (file, message, traceback) and harms nothing else: the DAGs of every other
+file, and the last good version of this one, keep being scheduled. What a scan
+learns is written in a few batched transactions, not a few per file.
 
 >>> DagProcessor(store, settings).scan(clock.now())   # doctest: +SKIP
 ScanResult(parsed=3, dags=5, errors=1, removed=0)
@@ -13,16 +15,15 @@ from __future__ import annotations
 
 import logging
 import os
-import time
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from orchestrator.loader import display_path
-from orchestrator.runner import parse_child
+from orchestrator.parse_pool import ParsePool
 from orchestrator.settings import Settings
 from orchestrator.store import Store
-from orchestrator.worker import _describe_exit, mp_context
+from orchestrator.worker import mp_context
 
 log = logging.getLogger(__name__)
 
@@ -83,13 +84,14 @@ class DagProcessor:
             results.update(self._parse_all(freed))
             changed += freed
         n_dags = n_errors = 0
+        errors: list[tuple[str, str, str | None]] = []
+        good: list[str] = []
+        saves: list[dict[str, Any]] = []
         for path in changed:
             payload = results[path]
             if "error" in payload:
                 n_errors += 1
-                self.store.record_import_error(
-                    path, payload["error"], payload.get("traceback"), now
-                )
+                errors.append((path, payload["error"], payload.get("traceback")))
                 log.warning("import error: %s", payload["error"])
                 continue
             clash = [
@@ -105,22 +107,24 @@ class DagProcessor:
                     f"{display_path(path)}:{line}: dag_id {dag_id!r} is already defined in "
                     f"{display_path(other)}"
                 )
-                self.store.record_import_error(path, message, None, now)
+                errors.append((path, message, None))
                 log.warning("import error: %s", message)
                 self._clashes[path] = (dag_id, other)
                 continue
             self._clashes.pop(path, None)
-            self.store.clear_import_errors([path])
-            new_ids = set()
+            good.append(path)
             for data in payload["dags"]:
-                self.store.save_dag(data, now)
+                saves.append(data)
                 owner_of[data["dag_id"]] = path
-                new_ids.add(data["dag_id"])
                 n_dags += 1
+        # the writes, batched: a few transactions per scan, not a few per file
+        self.store.record_import_errors(errors, now)
+        self.store.clear_import_errors(good)
+        self.store.save_dags(saves, now)
+        for path in good:
+            kept = {d["dag_id"] for d in results[path]["dags"]}
             gone = [  # ...unless another file took it over in this scan
-                d
-                for d in owners.get(path, [])
-                if d not in new_ids and owner_of.get(d) in (None, path)
+                d for d in owners.get(path, []) if d not in kept and owner_of.get(d) in (None, path)
             ]
             self.store.deactivate_dags(gone, now, f"no longer defined in {display_path(path)}")
         present = set(files)
@@ -148,43 +152,13 @@ class DagProcessor:
         return owner_of.get(dag_id) != other or not os.path.exists(other)
 
     def _parse_all(self, paths: list[str]) -> dict[str, dict[str, Any]]:
-        results: dict[str, dict[str, Any]] = {}
-        pending = list(paths)
-        running: list[tuple[str, Any, Any, float]] = []
-        timeout = self.settings.parse_timeout
-        while pending or running:
-            while pending and len(running) < self.parallelism:
-                path = pending.pop(0)
-                parent, child = self._ctx.Pipe(duplex=False)
-                proc = self._ctx.Process(target=parse_child, args=(path, child), daemon=True)
-                proc.start()
-                child.close()
-                running.append((path, proc, parent, time.monotonic() + timeout))
-            for item in list(running):
-                path, proc, conn, deadline = item
-                payload = None
-                if conn.poll(0.01):
-                    try:
-                        payload = conn.recv()
-                    except (EOFError, OSError):
-                        proc.join(5)
-                        payload = {
-                            "error": f"{display_path(path)}: the interpreter crashed while "
-                            f"importing this file ({_describe_exit(proc.exitcode)})"
-                        }
-                elif time.monotonic() > deadline:
-                    payload = {
-                        "error": f"{display_path(path)}: importing took longer than "
-                        f"{timeout:g}s (parse_timeout) and was stopped"
-                    }
-                if payload is None:
-                    continue
-                running.remove(item)
-                if proc.is_alive():
-                    proc.join(1)
-                if proc.is_alive():
-                    proc.kill()
-                    proc.join(5)
-                conn.close()
-                results[path] = payload
-        return results
+        if not paths:
+            return {}
+        size = min(self.parallelism, len(paths))
+        with ParsePool(
+            self._ctx,
+            size=size,
+            timeout=self.settings.parse_timeout,
+            root=self.settings.dags_folder,
+        ) as pool:
+            return pool.parse(paths)

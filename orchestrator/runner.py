@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import importlib
 import io
 import json
 import logging
@@ -64,8 +65,41 @@ def _child_setup() -> None:
 def parse_child(path: str, conn: Connection) -> None:
     """Import one DAG file and send back its serialized DAGs or an import error."""
     _child_setup()
+    conn.send(parse_one(path, os.path.dirname(path)))
+    conn.close()
+
+
+def parse_server(conn: Connection, root: str) -> None:
+    """Parse DAG files, one at a time, until the parent hangs up (a parse pool child).
+
+    Between files it forgets what the last one imported from ``root`` (the DAG module
+    and helper modules next to it) and restores ``sys.path``, so every file sees its
+    helpers as they are now. A file that hangs or kills the interpreter takes only this
+    child with it: the parent reports that file and starts a new child for the rest.
+    """
+    _child_setup()
+    while True:
+        try:
+            path = conn.recv()
+        except (EOFError, OSError):
+            return
+        if path is None:
+            return
+        payload = parse_one(path, root)
+        try:
+            conn.send(payload)
+        except (BrokenPipeError, OSError):
+            return
+        except Exception as exc:  # noqa: BLE001 - pickling failed before anything was sent
+            conn.send({"error": f"{display_path(path)}: cannot send the parsed DAGs: {exc}"})
+
+
+def parse_one(path: str, root: str) -> dict[str, Any]:
+    """``{"dags": [...]}`` or ``{"error": ..., "traceback": ...}``; never raises."""
     from orchestrator.spec import serialize_dag
 
+    modules, search_path = set(sys.modules), list(sys.path)
+    importlib.invalidate_caches()  # see helper files created since the last file
     sink = io.StringIO()
     try:
         with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
@@ -78,8 +112,22 @@ def parse_child(path: str, conn: Connection) -> None:
             "error": f"{display_path(path)}: {type(exc).__name__}: {exc}",
             "traceback": traceback.format_exc(),
         }
-    conn.send(payload)
-    conn.close()
+    finally:
+        _forget_imports(modules, root)
+        sys.path[:] = search_path
+    return payload
+
+
+def _forget_imports(before: set[str], root: str) -> None:
+    """Drop the modules imported since ``before`` that live under ``root`` (or nowhere)."""
+    prefix = os.path.join(os.path.abspath(root), "")
+    for name in set(sys.modules) - before:
+        module = sys.modules.get(name)
+        where = getattr(module, "__file__", None)
+        if name.startswith("orchestrator_dag_") or (
+            where and os.path.abspath(where).startswith(prefix)
+        ):
+            sys.modules.pop(name, None)
 
 
 # -- running tries ------------------------------------------------------------------------

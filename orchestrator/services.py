@@ -102,7 +102,7 @@ def run_worker(
     """A worker process; on PostgreSQL it wakes on NOTIFY when tasks are released."""
     from orchestrator import wakeup
 
-    wake = threading.Event()
+    wake = wakeup.WakeEvent()  # a busy worker waits on it together with its tasks
     notifier = wakeup.Notifier(store.url)
     listener = wakeup.Listener(store.url, {wakeup.TASKS: wake}).start()
     worker = Worker(
@@ -139,7 +139,9 @@ def standalone(
     store = Store(settings.database_url)
     store.db_clock = True
     processor = DagProcessor(store, settings)
-    sched_wake, worker_wake = threading.Event(), threading.Event()
+    from orchestrator.wakeup import WakeEvent
+
+    sched_wake, worker_wake = threading.Event(), WakeEvent()
     scheduler = Scheduler(store, clock, settings, wake=sched_wake, on_release=worker_wake)
     worker = Worker(store, clock, settings, wake=worker_wake, on_finish=sched_wake)
     first = processor.scan(clock.now())

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import threading
 from typing import Any
 
@@ -33,6 +34,39 @@ def conninfo(url: str) -> str | None:
     if parsed.get_backend_name() != "postgresql":
         return None
     return parsed.set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+class WakeEvent(threading.Event):
+    """A ``threading.Event`` that can also be waited on with ``select`` (``fileno()``).
+
+    A busy worker waits for its task processes' pipes; with this event among them it
+    also wakes the moment tasks are released, instead of after its poll timeout.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._r, self._w = os.pipe()
+        os.set_blocking(self._r, False)
+        os.set_blocking(self._w, False)
+
+    def set(self) -> None:
+        super().set()
+        with contextlib.suppress(BlockingIOError, OSError):
+            os.write(self._w, b"x")
+
+    def clear(self) -> None:
+        super().clear()  # first: a set() racing with the drain stays visible in is_set()
+        with contextlib.suppress(BlockingIOError, OSError):
+            while os.read(self._r, 4096):
+                pass
+
+    def fileno(self) -> int:
+        return self._r
+
+    def __del__(self) -> None:
+        for fd in (self._r, self._w):
+            with contextlib.suppress(OSError):
+                os.close(fd)
 
 
 class Listener:

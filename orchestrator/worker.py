@@ -15,6 +15,7 @@ import contextlib
 import logging
 import multiprocessing
 import os
+import select
 import signal
 import socket
 import threading
@@ -92,6 +93,9 @@ class Worker:
         self.draining = False
         # finished tries not yet recorded: (claim, ok, result-or-error, exit, try_state, at)
         self._outbox: list[tuple[Claim, bool, Any, int | None, str, datetime]] = []
+        self._claim_hint = True  # run_forever: a claim may find something
+        self._last_claim = 0.0  # monotonic
+        self.released = 0  # downstream tasks this worker queued itself when finishing
 
     # -- children --------------------------------------------------------------------------
     def _spawn(self) -> _Slot:
@@ -116,17 +120,25 @@ class Worker:
         return len(self._busy)
 
     # -- the loop --------------------------------------------------------------------------
-    def tick(self, now: datetime, *, wait_seconds: float = 0.0) -> int:
+    def tick(
+        self,
+        now: datetime,
+        *,
+        wait_seconds: float = 0.0,
+        claim: bool = True,
+        extra: Any = (),
+    ) -> int:
         """Collect finished tries, enforce timeouts, heartbeat, claim and dispatch.
 
-        Returns how many tries finished or started in this tick.
+        Returns how many tries finished or started in this tick. ``claim=False`` skips
+        the claim transaction (``run_forever`` when it knows nothing new is claimable).
         """
         if not self._registered:
             self.store.register_worker(
                 self.id, socket.gethostname(), os.getpid(), list(self.queues), now
             )
             self._registered = True
-        activity = self._collect(now, wait_seconds)
+        activity = self._collect(now, wait_seconds, extra)
         self._enforce_timeouts(now)
         if time.monotonic() - self._last_heartbeat >= self.settings.heartbeat_seconds:
             try:
@@ -135,10 +147,15 @@ class Worker:
                 log.warning("heartbeat failed (%s); will retry", str(exc).splitlines()[0])
         self._self_fence()
         free = 0 if self.draining else self.concurrency - len(self._busy)
-        if free > 0:
+        if free > 0 and (claim or self._claim_hint):
+            if activity:  # time has passed since `now`: stamp the claim with the present
+                now = max(now, self.clock.now())
+            self._last_claim = time.monotonic()
             claims = self.store.claim(self.id, now, self.lease, limit=free, queues=self.queues)
-            for claim in claims:
-                self._dispatch(claim, now)
+            # a full batch may leave more behind; a short one means nothing else is ready
+            self._claim_hint = len(claims) == free
+            for c, results in zip(claims, self._upstream_results(claims), strict=True):
+                self._dispatch(c, now, results)
             activity += len(claims)
         return activity
 
@@ -188,11 +205,27 @@ class Worker:
                 self._busy.remove(slot)
                 slot.kill()
 
-    def _dispatch(self, claim: Claim, now: datetime) -> None:
+    def _upstream_results(self, claims: list[Claim]) -> list[Any]:
+        """Upstream results for a claimed batch, in one read (an exception per claim
+        if it cannot be prepared: ``_dispatch`` fails that try)."""
+        wanted = []
+        for c in claims:
+            try:
+                upstream = self.store.spec(c.dag_id, c.version_hash).tasks[c.task_id].upstream
+            except Exception:  # noqa: BLE001 - _dispatch reports it
+                upstream = ()
+            wanted.append((c.run_id, upstream))
+        try:
+            return self.store.upstream_results(wanted)
+        except Exception as exc:  # noqa: BLE001
+            return [exc] * len(claims)
+
+    def _dispatch(self, claim: Claim, now: datetime, results: Any) -> None:
         try:
             spec = self.store.spec(claim.dag_id, claim.version_hash)
             task = spec.tasks[claim.task_id]
-            results = self.store.results(claim.run_id, task.upstream)
+            if isinstance(results, Exception):
+                raise results
         except Exception as exc:  # noqa: BLE001
             self.store.finish_failure(claim, f"cannot prepare the try: {exc}", None, now)
             return
@@ -244,11 +277,12 @@ class Worker:
             claim.try_number,
         )
 
-    def _collect(self, now: datetime, wait_seconds: float) -> int:
+    def _collect(self, now: datetime, wait_seconds: float, extra: Any = ()) -> int:
         if not self._busy:
             return 0
         ready = wait(
-            [s.conn for s in self._busy] + [s.process.sentinel for s in self._busy], wait_seconds
+            [s.conn for s in self._busy] + [s.process.sentinel for s in self._busy] + list(extra),
+            wait_seconds,
         )
         if not ready:
             return 0
@@ -289,15 +323,37 @@ class Worker:
 
     def _flush(self) -> int:
         """Record finished tries, oldest first. If the database is unreachable, keep them
-        and try again next tick: an outcome is never dropped because of an outage."""
+        and try again next tick: an outcome is never dropped because of an outage.
+
+        Consecutive successes are recorded in one transaction, which also queues the
+        downstream tasks they unblock (``store.finish_successes``); the scheduler is
+        woken only when something is left that it alone decides (a failure, another
+        trigger rule, a finished run), so it does not tick once per task.
+        """
         recorded = 0
+        wake_scheduler = False
         while self._outbox:
             claim, ok, payload, exit_status, try_state, at = self._outbox[0]
             try:
                 if ok:
-                    self.store.finish_success(claim, payload, at)
-                else:
-                    self.store.finish_failure(claim, payload, exit_status, at, try_state=try_state)
+                    batch = []
+                    for item in self._outbox:
+                        if not item[1] or len(batch) >= 64:
+                            break
+                        batch.append((item[0], item[2], item[5]))
+                    if len(batch) == 1:
+                        done = []
+                        self.store.finish_success(*batch[0], outcome=done)
+                    else:
+                        done = self.store.finish_successes(batch)
+                    wake_scheduler = wake_scheduler or any(
+                        f.needs_scheduler or not f.recorded for f in done
+                    )
+                    self.released += sum(f.released for f in done)
+                    del self._outbox[: len(batch)]
+                    recorded += len(batch)
+                    continue
+                self.store.finish_failure(claim, payload, exit_status, at, try_state=try_state)
             except Exception as exc:  # noqa: BLE001 - database down: retry next tick
                 log.warning(
                     "cannot record %d finished tr%s yet (%s); will retry",
@@ -306,10 +362,13 @@ class Worker:
                     str(exc).splitlines()[0],
                 )
                 break
+            wake_scheduler = True
             self._outbox.pop(0)
             recorded += 1
-        if recorded and self.on_finish is not None:
-            self.on_finish.set()
+        if recorded:
+            self._claim_hint = True  # retries and released downstream tasks may be claimable
+            if wake_scheduler and self.on_finish is not None:
+                self.on_finish.set()
         return recorded
 
     def _enforce_timeouts(self, now: datetime) -> None:
@@ -340,18 +399,28 @@ class Worker:
             ",".join(self.queues),
             self.concurrency,
         )
+        poll = self.settings.worker_poll_seconds
         while not stop.is_set():
             try:
-                activity = self.tick(self.clock.now(), wait_seconds=0.0)
+                if self.wake.is_set() or _pending(self.wake):  # released: claim at once
+                    self.wake.clear()  # (also drains a WakeEvent's pipe: no busy loop)
+                    self._claim_hint = True
+                if time.monotonic() - self._last_claim >= poll:
+                    self._claim_hint = True  # the polling fallback (retries coming due)
+                activity = self.tick(self.clock.now(), wait_seconds=0.0, claim=False)
                 if activity:
                     continue
                 if self._busy:
+                    # wait for a child's result, or a wakeup when tasks are released
+                    wake_fd = _fileno(self.wake)
                     self.tick(
-                        self.clock.now(), wait_seconds=min(0.2, self.settings.worker_poll_seconds)
+                        self.clock.now(),
+                        wait_seconds=min(0.2, poll),
+                        claim=False,
+                        extra=[wake_fd] if wake_fd is not None else (),
                     )
-                else:
-                    self.wake.wait(self.settings.worker_poll_seconds)
-                    self.wake.clear()
+                elif not self._claim_hint:
+                    self.wake.wait(poll)
             except Exception:
                 log.exception("worker tick failed; retrying")
                 stop.wait(1.0)
@@ -401,6 +470,18 @@ class Worker:
                 self.store.worker_alive(self.id, self.clock.now(), stopped=True)
             except Exception:  # noqa: BLE001
                 log.warning("could not mark worker %s stopped", self.id)
+
+
+def _fileno(event: Any) -> int | None:
+    """The wake event's file descriptor (``wakeup.WakeEvent``), if it has one."""
+    fileno = getattr(event, "fileno", None)
+    return fileno() if fileno is not None else None
+
+
+def _pending(event: Any) -> bool:
+    """True if a WakeEvent's pipe holds a wakeup (its flag may race with the pipe)."""
+    fd = _fileno(event)
+    return fd is not None and bool(select.select([fd], [], [], 0)[0])
 
 
 def _describe_exit(code: int | None) -> str:

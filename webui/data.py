@@ -29,6 +29,7 @@ from webui.graph_layout import layout
 RECENT_RUNS = 10
 GRID_RUNS = 25
 HISTORY_PAGE = 25
+RUN_COUNT_UP_TO = 10_000  # the run history counts this far, then says "10000+"
 PREVIEW = 8
 SOURCE_LIMIT = 200_000
 
@@ -93,8 +94,14 @@ def dag_page(
         states = {t.task_id: t.state for t in store.task_instances(selected.run_id)}
     page = max(page, 1)
     history, total = queries.runs_page(
-        store, dag_id, state=state or None, offset=(page - 1) * HISTORY_PAGE, limit=HISTORY_PAGE
-    )
+        store, dag_id, state=state or None, offset=(page - 1) * HISTORY_PAGE, limit=HISTORY_PAGE,
+        count_up_to=RUN_COUNT_UP_TO,
+    )  # fmt: skip
+    more = total > RUN_COUNT_UP_TO  # "10000+ runs": counting them all costs O(history)
+    total = min(total, RUN_COUNT_UP_TO)
+    pages = max((total + HISTORY_PAGE - 1) // HISTORY_PAGE, 1)
+    if more and len(history) == HISTORY_PAGE:
+        pages = max(pages, page + 1)
     return {
         "dag": dag,
         "spec": spec,
@@ -107,8 +114,9 @@ def dag_page(
         "graph": graph(spec),
         "history": history,
         "total": total,
+        "more": more,
         "page": page,
-        "pages": max((total + HISTORY_PAGE - 1) // HISTORY_PAGE, 1),
+        "pages": pages,
         "state": state,
         "preview": schedule_preview(spec, now),
     }

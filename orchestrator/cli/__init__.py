@@ -11,6 +11,7 @@ that adds its parsers and sets ``handler``; add a module to ``GROUPS`` to add a 
 from __future__ import annotations
 
 import argparse
+import importlib.machinery
 import logging
 import sys
 from collections.abc import Sequence
@@ -49,7 +50,21 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _keep_children_light() -> None:
+    """Stop task and parse children from re-importing the console script.
+
+    multiprocessing makes each child import the parent's ``__main__`` from its path
+    when it has no module name, and the ``orchestrator`` console script imports the
+    whole CLI (SQLAlchemy included): about 20 MB per child. Named like a package's
+    ``__main__``, it is skipped, as with ``python -m orchestrator``.
+    """
+    main_module = sys.modules.get("__main__")
+    if main_module is not None and getattr(main_module, "__spec__", None) is None:
+        main_module.__spec__ = importlib.machinery.ModuleSpec("orchestrator.__main__", None)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    _keep_children_light()
     parser = build_parser()
     args = parser.parse_args(argv)
     level = (args.log_level or "INFO").upper()

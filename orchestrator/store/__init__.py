@@ -15,8 +15,10 @@ from orchestrator.store.cluster_store import ClusterStore
 from orchestrator.store.dag_store import DagStore
 from orchestrator.store.events import EventStore
 from orchestrator.store.explain_store import ExplainStore
+from orchestrator.store.finish import FinishStore
 from orchestrator.store.handback import HandbackStore
 from orchestrator.store.leader import LeaderStore
+from orchestrator.store.release import ReleaseStore
 from orchestrator.store.retention_store import RetentionStore
 from orchestrator.store.run_store import RunStore
 from orchestrator.store.task_store import TaskStore
@@ -30,6 +32,8 @@ class Store(
     DagStore,
     RunStore,
     TaskStore,
+    FinishStore,
+    ReleaseStore,
     LeaderStore,
     EventStore,
     UiActionStore,

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 from datetime import datetime
 
-from sqlalchemy import delete, insert, select, update
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy import Connection, Insert, Table, delete, insert, select, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from orchestrator.errors import NotFoundError
 from orchestrator.spec import DagSpec, dumps, spec_hash
@@ -15,6 +15,8 @@ from orchestrator.states import RunState
 from orchestrator.store import models as m
 from orchestrator.store.base import StoreBase, record_event
 from orchestrator.store.records import DagRecord, ImportErrorRecord
+
+SAVE_CHUNK = 200  # DAGs per write transaction: short enough not to stall the scheduler
 
 
 def schedule_signature(data: dict) -> str:
@@ -24,33 +26,51 @@ def schedule_signature(data: dict) -> str:
 class DagStore(StoreBase):
     # -- written by the DAG processor ------------------------------------------------
     def save_dag(self, data: dict, now: datetime) -> bool:
-        """Store a parsed DAG; returns True if its definition changed.
+        """Store a parsed DAG; returns True if its definition changed (see save_dags)."""
+        return self.save_dags([data], now)[0]
+
+    def save_dags(self, items: list[dict], now: datetime) -> list[bool]:
+        """Store parsed DAGs, a few hundred per transaction; for each, whether its
+        definition changed.
 
         A changed schedule resets the schedule cursor, so the new schedule never
-        creates runs for its own past fire times.
+        creates runs for its own past fire times. Several schedulers parse the same
+        files: a version or DAG another one stored first is left as it is.
         """
-        digest = spec_hash(data)
-        sig = schedule_signature(data)
-        d = m.dags
-        with self.write() as conn:
-            exists = conn.execute(
-                select(m.dag_versions.c.id).where(
-                    m.dag_versions.c.dag_id == data["dag_id"], m.dag_versions.c.hash == digest
+        changed: list[bool] = []
+        for i in range(0, len(items), SAVE_CHUNK):
+            with self.write() as conn:
+                changed += self._save_chunk(conn, items[i : i + SAVE_CHUNK], now)
+        return changed
+
+    def _save_chunk(self, conn: Connection, items: list[dict], now: datetime) -> list[bool]:
+        d, v = m.dags, m.dag_versions
+        ids = [data["dag_id"] for data in items]
+        digests = {data["dag_id"]: spec_hash(data) for data in items}
+        stored = {
+            (r.dag_id, r.hash)
+            for r in conn.execute(
+                select(v.c.dag_id, v.c.hash).where(
+                    v.c.dag_id.in_(ids), v.c.hash.in_(set(digests.values()))
                 )
-            ).first()
-            if exists is None:
-                # several schedulers parse the same files: another may store it first
-                with contextlib.suppress(IntegrityError), conn.begin_nested():
-                    conn.execute(
-                        insert(m.dag_versions).values(
-                            dag_id=data["dag_id"], hash=digest, data=dumps(data), created_at=now
-                        )
-                    )
+            )
+        }
+        versions = [
+            {"dag_id": k, "hash": h, "data": dumps(data), "created_at": now}
+            for data in items
+            if (k := data["dag_id"], h := digests[data["dag_id"]]) not in stored
+        ]
+        if versions:
+            conn.execute(self._insert_ignore(v, ["dag_id", "hash"]), versions)
+        rows = {r.dag_id: r for r in conn.execute(select(d).where(d.c.dag_id.in_(ids)))}
+        new, updates, changed = [], [], []
+        for data in items:
+            dag_id, sig = data["dag_id"], schedule_signature(data)
             desc = DagSpec.from_dict(data).schedule.describe()
             values = dict(
                 fileloc=data["fileloc"],
                 is_active=True,
-                version_hash=digest,
+                version_hash=digests[dag_id],
                 schedule_sig=sig,
                 schedule_desc=desc,
                 description=data["description"],
@@ -58,42 +78,55 @@ class DagStore(StoreBase):
                 tags=json.dumps(data["tags"]),
                 last_parsed_at=now,
             )
-            row = conn.execute(select(d).where(d.c.dag_id == data["dag_id"])).first()
+            row = rows.get(dag_id)
             if row is None:
-                try:
-                    with conn.begin_nested():
-                        conn.execute(
-                            insert(d).values(
-                                dag_id=data["dag_id"],
-                                is_paused=bool(data["paused_at_creation"]),
-                                next_logical_date=None,
-                                schedule_exhausted=False,
-                                created_at=now,
-                                **values,
-                            )
-                        )
-                except IntegrityError:  # another scheduler's processor added it first
-                    return False
-                record_event(
-                    conn,
-                    now,
-                    "dag_added",
-                    f"DAG added from {data['fileloc']}",
-                    dag_id=data["dag_id"],
+                new.append(
+                    dict(
+                        dag_id=dag_id,
+                        is_paused=bool(data["paused_at_creation"]),
+                        next_logical_date=None,
+                        schedule_exhausted=False,
+                        created_at=now,
+                        **values,
+                    )
                 )
-                return True
+                changed.append(True)
+                continue
             if row.schedule_sig != sig:
                 values["next_logical_date"] = None
                 values["schedule_exhausted"] = False
                 record_event(
-                    conn, now, "schedule_changed", f"schedule is now {desc}", dag_id=data["dag_id"]
+                    conn, now, "schedule_changed", f"schedule is now {desc}", dag_id=dag_id
                 )
             if not row.is_active:
-                record_event(
-                    conn, now, "dag_reactivated", "DAG file is back", dag_id=data["dag_id"]
-                )
-            conn.execute(update(d).where(d.c.dag_id == data["dag_id"]).values(**values))
-            return row.version_hash != digest or not row.is_active
+                record_event(conn, now, "dag_reactivated", "DAG file is back", dag_id=dag_id)
+            updates.append((dag_id, values))
+            changed.append(row.version_hash != digests[dag_id] or not row.is_active)
+        for dag_id, values in updates:
+            conn.execute(update(d).where(d.c.dag_id == dag_id).values(**values))
+        if new:
+            added = set(
+                conn.execute(
+                    self._insert_ignore(d, ["dag_id"]).returning(d.c.dag_id),
+                    new,
+                ).scalars()
+            )
+            events = [  # a DAG another scheduler's processor added first: as before
+                {"at": now, "kind": "dag_added", "message": f"DAG added from {data['fileloc']}",
+                 "dag_id": data["dag_id"]}
+                for data in items
+                if data["dag_id"] in added
+            ]  # fmt: skip
+            if events:
+                conn.execute(insert(m.events), events)
+            changed = [c and (data["dag_id"] in added or data["dag_id"] in rows)
+                       for c, data in zip(changed, items, strict=True)]  # fmt: skip
+        return changed
+
+    def _insert_ignore(self, table: Table, keys: list[str]) -> Insert:
+        """INSERT ... ON CONFLICT (keys) DO NOTHING, on either backend."""
+        dialect_insert = pg_insert if self.is_postgres else sqlite_insert
+        return dialect_insert(table).on_conflict_do_nothing(index_elements=keys)
 
     def deactivate_dags(self, dag_ids: list[str], now: datetime, reason: str) -> None:
         """Stop scheduling these DAGs (their file is gone) and cancel their queued runs."""
@@ -128,20 +161,34 @@ class DagStore(StoreBase):
     def record_import_error(
         self, fileloc: str, message: str, tb: str | None, now: datetime
     ) -> None:
+        self.record_import_errors([(fileloc, message, tb)], now)
+
+    def record_import_errors(
+        self, errors: list[tuple[str, str, str | None]], now: datetime
+    ) -> None:
+        """Replace the import error of each (fileloc, message, traceback), in one transaction."""
+        if not errors:
+            return
+        e = m.import_errors
         with self.write() as conn:
-            conn.execute(delete(m.import_errors).where(m.import_errors.c.fileloc == fileloc))
+            files = [fileloc for fileloc, _, _ in errors]
+            for i in range(0, len(files), 500):
+                conn.execute(delete(e).where(e.c.fileloc.in_(files[i : i + 500])))
             conn.execute(
-                insert(m.import_errors).values(
-                    fileloc=fileloc, message=message, traceback=tb, created_at=now
-                )
-            )
-            record_event(conn, now, "import_error", f"{fileloc}: {message}")
+                insert(e),
+                [{"fileloc": f, "message": msg, "traceback": tb, "created_at": now}
+                 for f, msg, tb in errors],
+            )  # fmt: skip
+            for fileloc, message, _ in errors:
+                record_event(conn, now, "import_error", f"{fileloc}: {message}")
 
     def clear_import_errors(self, filelocs: list[str]) -> None:
         if not filelocs:
             return
         with self.write() as conn:
-            conn.execute(delete(m.import_errors).where(m.import_errors.c.fileloc.in_(filelocs)))
+            for i in range(0, len(filelocs), 500):
+                chunk = filelocs[i : i + 500]
+                conn.execute(delete(m.import_errors).where(m.import_errors.c.fileloc.in_(chunk)))
 
     def import_errors(self) -> list[ImportErrorRecord]:
         with self.read() as conn:

@@ -9,12 +9,14 @@ UPDATEs and ``FOR UPDATE SKIP LOCKED``, never from isolation levels.
 from __future__ import annotations
 
 import os
+import time
 from typing import Any
 
 from alembic import command
 from alembic.config import Config
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import DisconnectionError
 
 from orchestrator.errors import ConfigError
 
@@ -46,11 +48,47 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
         if "poolclass" not in kwargs:
             kwargs.setdefault("pool_size", 10)
             kwargs.setdefault("max_overflow", 20)
-        kwargs.setdefault("pool_pre_ping", True)
-        return create_engine(parsed, **kwargs)
+        # not pool_pre_ping (a round trip before every transaction): connections idle
+        # for a while are checked at checkout; a busy loop's connection is not
+        engine = create_engine(parsed, **kwargs)
+        if not kwargs.get("pool_pre_ping"):
+            _ping_when_idle(engine)
+        return engine
     raise ConfigError(
         f"database URL {url!r}: only sqlite:/// and postgresql+psycopg:// are supported"
     )
+
+
+IDLE_PING_SECONDS = 1.0
+
+
+def _ping_when_idle(engine: Engine) -> None:
+    """Check a pooled connection before use if it sat idle over ``IDLE_PING_SECONDS``.
+
+    A dead one (the server restarted, a proxy cut it) is replaced transparently, as
+    with ``pool_pre_ping``; a connection used moments ago is trusted, and if it died
+    since, the transaction fails, SQLAlchemy invalidates the pool, and the caller's
+    loop retries (every loop does). Saves a round trip per transaction when busy.
+    """
+
+    @event.listens_for(engine, "checkin")
+    def _on_checkin(_dbapi_conn: Any, record: Any) -> None:
+        record.info["checked_in"] = time.monotonic()
+
+    @event.listens_for(engine, "checkout")
+    def _on_checkout(dbapi_conn: Any, record: Any, _proxy: Any) -> None:
+        last = record.info.get("checked_in")
+        if last is None or time.monotonic() - last <= IDLE_PING_SECONDS:
+            return
+        try:
+            cur = dbapi_conn.cursor()
+            try:
+                cur.execute("SELECT 1")
+            finally:
+                cur.close()
+            dbapi_conn.rollback()
+        except Exception as exc:
+            raise DisconnectionError(f"stale pooled connection: {exc}") from exc
 
 
 def _configure_sqlite(engine: Engine) -> None:

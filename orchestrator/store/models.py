@@ -178,6 +178,7 @@ task_instances = Table(
     Index(None, "run_id", "task_id"),
     Index(None, "state", "ready_at"),
     Index(None, "owner"),
+    Index(None, "run_pk", "state"),  # per-run state counts on the hot path (0006)
 )
 
 task_tries = Table(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import Connection, and_, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
@@ -102,6 +103,38 @@ def insert_run(
         run_id=run_id,
     )
     return run_pk
+
+
+def finish_run_locked(conn: Connection, spec: DagSpec, run: Any, now: datetime) -> str | None:
+    """Finish a running run whose task instances are all finished; its row is locked.
+
+    A run fails if any of its leaf tasks failed, was upstream_failed or cancelled,
+    else it succeeds. Returns the new state, or None if the run is not finished yet
+    (or not running). ``run`` has ``id``, ``run_id`` and ``dag_id``.
+    """
+    ti = m.task_instances
+    unfinished = conn.execute(
+        select(ti.c.id)
+        .where(ti.c.run_pk == run.id, ti.c.state.not_in(list(TASK_FINISHED)))
+        .limit(1)
+    ).first()
+    if unfinished is not None:
+        return None
+    states = dict(conn.execute(select(ti.c.task_id, ti.c.state).where(ti.c.run_pk == run.id)).all())
+    if any(s not in TASK_FINISHED for s in states.values()):
+        return None
+    bad = {TaskState.FAILED, TaskState.UPSTREAM_FAILED, TaskState.CANCELLED}
+    failed = any(states.get(leaf) in bad for leaf in spec.leaves)
+    state = RunState.FAILED if failed else RunState.SUCCESS
+    done = conn.execute(
+        update(m.dag_runs)
+        .where(m.dag_runs.c.id == run.id, m.dag_runs.c.state == RunState.RUNNING)
+        .values(state=state, end_date=now)
+    ).rowcount
+    if not done:
+        return None
+    record_event(conn, now, f"run_{state}", f"run {state}", dag_id=run.dag_id, run_id=run.run_id)
+    return str(state)
 
 
 class RunStore(StoreBase):
@@ -282,28 +315,17 @@ class RunStore(StoreBase):
         out = []
         with self.read() as conn:
             candidates = conn.execute(q).all()
-        for c in candidates:
-            spec = self.spec(c.dag_id, c.version_hash)  # type: ignore[attr-defined]
-            with self.write() as conn:
-                lock_runs(conn, [c.id], self.is_postgres)
-                states = dict(
-                    conn.execute(select(ti.c.task_id, ti.c.state).where(ti.c.run_pk == c.id)).all()
-                )
-                if any(s not in TASK_FINISHED for s in states.values()):
-                    continue
-                bad = {TaskState.FAILED, TaskState.UPSTREAM_FAILED, TaskState.CANCELLED}
-                failed = any(states.get(leaf) in bad for leaf in spec.leaves)
-                state = RunState.FAILED if failed else RunState.SUCCESS
-                done = conn.execute(
-                    update(r)
-                    .where(r.c.id == c.id, r.c.state == RunState.RUNNING)
-                    .values(state=state, end_date=now)
-                ).rowcount
-                if done:
-                    record_event(
-                        conn, now, f"run_{state}", f"run {state}", dag_id=c.dag_id, run_id=c.run_id
-                    )
-                    out.append((c.run_id, str(state)))
+        if not candidates:
+            return out
+        # one transaction for all of them: runs locked in id order, each decided again
+        # from the states read under its lock
+        with self.write() as conn:
+            lock_runs(conn, [c.id for c in candidates], self.is_postgres)
+            for c in sorted(candidates, key=lambda c: c.id):
+                spec = self.spec(c.dag_id, c.version_hash)  # type: ignore[attr-defined]
+                state = finish_run_locked(conn, spec, c, now)
+                if state:
+                    out.append((c.run_id, state))
         return out
 
     # -- reads ---------------------------------------------------------------------------

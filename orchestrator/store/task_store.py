@@ -1,4 +1,6 @@
-"""Task instances: release, heartbeat, finish (fenced), reap, clear (claims: claims.py).
+"""Task instances: heartbeat, failures (fenced), reap, clear.
+
+Claims live in claims.py, successes in finish.py, releases in release.py.
 
 Every write after a claim is fenced on (id, try_number, owner, state='running'):
 a worker that lost its lease changes nothing, and that is logged loudly.
@@ -11,14 +13,13 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 
 import networkx as nx
-from sqlalchemy import and_, insert, select, tuple_, update
+from sqlalchemy import and_, bindparam, insert, select, tuple_, update
 
 from orchestrator.errors import NotFoundError
 from orchestrator.states import TASK_FINISHED, RunState, TaskState
 from orchestrator.store import models as m
 from orchestrator.store.base import StoreBase, lock_runs, record_event
 from orchestrator.store.records import Claim, TaskInstanceRecord, TryRecord
-from orchestrator.trigger_rules import Decision, decide
 
 log = logging.getLogger(__name__)
 ti = m.task_instances
@@ -35,83 +36,7 @@ def idempotency_key(dag_id: str, run_id: str, task_id: str) -> str:
 
 
 class TaskStore(StoreBase):
-    # -- scheduler side ------------------------------------------------------------------
-    def release_ready(self, now: datetime) -> int:
-        """Queue scheduled tasks whose trigger rule is met; propagate skips and failures.
-
-        Looks only at running runs of unpaused DAGs that still have scheduled tasks.
-        Decisions are made from states read in the same write transaction that applies
-        them, with the runs' rows locked (``FOR UPDATE`` on PostgreSQL, the writer lock
-        on SQLite), so a concurrent ``clear_task`` or a second scheduler can never make
-        a decision rest on stale upstream states. Returns how many task instances changed.
-        """
-        r = m.dag_runs
-        with self.read() as conn:
-            runs = conn.execute(
-                select(r.c.id, r.c.dag_id, r.c.version_hash)
-                .join(m.dags, m.dags.c.dag_id == r.c.dag_id)
-                .where(
-                    r.c.state == RunState.RUNNING,
-                    m.dags.c.is_paused.is_(False),
-                    select(ti.c.id)
-                    .where(ti.c.run_pk == r.c.id, ti.c.state == TaskState.SCHEDULED)
-                    .exists(),
-                )
-                .order_by(r.c.id)
-            ).all()
-        if not runs:
-            return 0
-        specs = {run.id: self.spec(run.dag_id, run.version_hash) for run in runs}  # type: ignore[attr-defined]
-        changed = 0
-        for batch in _chunks([run.id for run in runs], 200):
-            with self.write() as conn:
-                lock_runs(conn, batch, self.is_postgres)
-                rows = conn.execute(
-                    select(ti.c.id, ti.c.run_pk, ti.c.task_id, ti.c.state)
-                    .join(r, r.c.id == ti.c.run_pk)
-                    .where(ti.c.run_pk.in_(batch), r.c.state == RunState.RUNNING)
-                ).all()
-                by_run: dict[int, dict[str, tuple[int, str]]] = {}
-                for row in rows:
-                    by_run.setdefault(row.run_pk, {})[row.task_id] = (row.id, row.state)
-                to_queue: list[int] = []
-                to_final: dict[str, list[int]] = {
-                    TaskState.UPSTREAM_FAILED: [],
-                    TaskState.SKIPPED: [],
-                }
-                for run_pk, tasks in by_run.items():
-                    spec = specs[run_pk]
-                    states = {k: v[1] for k, v in tasks.items()}
-                    for task_id in spec.topological_order:
-                        if states.get(task_id) != TaskState.SCHEDULED:
-                            continue
-                        t = spec.tasks[task_id]
-                        decision = decide(t.trigger_rule, [states[u] for u in t.upstream])
-                        ti_id = tasks[task_id][0]
-                        if decision is Decision.RELEASE:
-                            to_queue.append(ti_id)
-                            states[task_id] = TaskState.QUEUED
-                        elif decision is Decision.UPSTREAM_FAILED:
-                            to_final[TaskState.UPSTREAM_FAILED].append(ti_id)
-                            states[task_id] = TaskState.UPSTREAM_FAILED
-                        elif decision is Decision.SKIP:
-                            to_final[TaskState.SKIPPED].append(ti_id)
-                            states[task_id] = TaskState.SKIPPED
-                for chunk in _chunks(sorted(to_queue), 500):
-                    changed += conn.execute(
-                        update(ti)
-                        .where(ti.c.id.in_(chunk), ti.c.state == TaskState.SCHEDULED)
-                        .values(state=TaskState.QUEUED, ready_at=now)
-                    ).rowcount
-                for state, ids in to_final.items():
-                    for chunk in _chunks(sorted(ids), 500):
-                        changed += conn.execute(
-                            update(ti)
-                            .where(ti.c.id.in_(chunk), ti.c.state == TaskState.SCHEDULED)
-                            .values(state=state, end_date=now)
-                        ).rowcount
-        return changed
-
+    # -- scheduler side (release_ready: release.py) -------------------------------------
     def reap_expired(self, now: datetime) -> list[tuple[str, str, int, str]]:
         """Expired leases count as failed tries: retry or dead-letter each.
 
@@ -173,67 +98,6 @@ class TaskStore(StoreBase):
         for lost in sorted(held - kept):
             log.warning("lease lost: ti=%s try=%s owner=%s", lost[0], lost[1], owner)
         return kept
-
-    def finish_success(self, claim: Claim, result: str | None, now: datetime) -> bool:
-        """Record a successful try. False (and a loud log line) if the lease was lost.
-
-        A branch task's result names the direct downstream tasks to follow; the others
-        are skipped in the same transaction (compare-and-set on ``scheduled``), and
-        release_ready then propagates the skips by trigger rule. A branch result that
-        names no direct downstream task fails the try instead.
-        """
-        spec = self.spec(claim.dag_id, claim.version_hash)  # type: ignore[attr-defined]
-        task = spec.tasks.get(claim.task_id)
-        skip: list[str] = []
-        if task is not None and task.branch:
-            try:
-                chosen = spec.branch_targets(claim.task_id, result)
-            except ValueError as exc:
-                self.finish_failure(claim, str(exc), None, now)
-                return False
-            skip = [d for d in spec.downstream[claim.task_id] if d not in chosen]
-        with self.write() as conn:
-            run_pk = None
-            if task is not None and task.branch:
-                run_pk = conn.execute(select(ti.c.run_pk).where(ti.c.id == claim.ti_id)).scalar()
-                lock_runs(conn, [run_pk] if run_pk is not None else [], self.is_postgres)
-            done = conn.execute(
-                update(ti)
-                .where(*_fence(claim))
-                .values(state=TaskState.SUCCESS, end_date=now, result=result, error=None)
-            ).rowcount
-            if not done:
-                _stale(conn, claim, now)
-                return False
-            _close_try(conn, claim.ti_id, claim.try_number, "success", now, 0, None)
-            if run_pk is not None:
-                skipped = (
-                    conn.execute(
-                        update(ti)
-                        .where(
-                            ti.c.run_pk == run_pk,
-                            ti.c.task_id.in_(skip),
-                            ti.c.state == TaskState.SCHEDULED,
-                        )
-                        .values(state=TaskState.SKIPPED, end_date=now)
-                        .returning(ti.c.task_id)
-                    )
-                    .scalars()
-                    .all()
-                )
-                followed = [d for d in spec.downstream[claim.task_id] if d not in skip]
-                record_event(
-                    conn,
-                    now,
-                    "branch_followed",
-                    f"followed {', '.join(followed) or 'nothing'}; "
-                    f"skipped {', '.join(sorted(skipped)) or 'nothing'}",
-                    dag_id=claim.dag_id,
-                    run_id=claim.run_id,
-                    task_id=claim.task_id,
-                    try_number=claim.try_number,
-                )
-        return True
 
     def finish_failure(
         self,
@@ -459,6 +323,41 @@ class TaskStore(StoreBase):
             ).all()
         return dict(rows)
 
+    def upstream_results(self, wanted: list[tuple[str, Iterable[str]]]) -> list[dict[str, str]]:
+        """For each (run_id, upstream task ids): what ``ctx.upstream`` can return there.
+
+        Only non-NULL results are fetched (a NULL result reads as None anyway), in one
+        read transaction and one query per run for a whole claimed batch; a large
+        fan-in is read as the run's non-NULL results (usually few) instead of a query
+        naming every upstream task.
+        """
+        asked = [(run_id, set(ids)) for run_id, ids in wanted]
+        per_run: dict[str, set[str]] = {}
+        for run_id, ids in asked:
+            per_run.setdefault(run_id, set()).update(ids)
+        found: dict[str, dict[str, str]] = {}
+        with self.read() as conn:
+            for run_id, ids in per_run.items():
+                if not ids:
+                    continue
+                params = {"run_id": run_id}
+                if len(ids) <= 64:
+                    rows = conn.execute(_RESULTS_OF, params | {"task_ids": sorted(ids)})
+                else:
+                    rows = conn.execute(_RESULTS_OF_RUN, params)
+                found[run_id] = {r.task_id: r.result for r in rows}
+        return [
+            {t: v for t, v in found.get(run_id, {}).items() if t in ids} for run_id, ids in asked
+        ]
+
+
+_RESULTS_OF_RUN = select(ti.c.task_id, ti.c.result).where(
+    ti.c.run_id == bindparam("run_id"),
+    ti.c.state == TaskState.SUCCESS,
+    ti.c.result.is_not(None),
+)
+_RESULTS_OF = _RESULTS_OF_RUN.where(ti.c.task_id.in_(bindparam("task_ids", expanding=True)))
+
 
 def _fence(claim: Claim) -> list:
     return [
@@ -513,8 +412,3 @@ def _close_try(
             error=error[-4000:] if error else None,
         )
     )
-
-
-def _chunks(items: list[int], size: int) -> Iterable[list[int]]:
-    for i in range(0, len(items), size):
-        yield items[i : i + size]

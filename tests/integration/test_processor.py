@@ -100,3 +100,41 @@ def test_unchanged_files_are_not_parsed_again_unless_forced(processor, store, cl
 def test_missing_dags_folder_is_an_empty_scan(store, settings, clock, tmp_path):
     processor = DagProcessor(store, settings.with_(dags_folder=str(tmp_path / "nope")))
     assert processor.scan(clock.now()).parsed == 0
+
+
+def test_files_after_a_crash_or_hang_in_a_parse_child_are_still_parsed(
+    store, settings, clock, dags_dir
+):
+    # one pool child imports many files: a file that kills it or hangs costs only
+    # that file, and a fresh child parses the rest
+    processor = DagProcessor(store, settings.with_(parse_timeout=2), parallelism=1)
+    for n in range(6):
+        (dags_dir / f"a{n}.py").write_text(dag_source(f"a{n}"))
+    (dags_dir / "b_crash.py").write_text("import os\nos._exit(3)\n")
+    (dags_dir / "c_hang.py").write_text("while True:\n    pass\n")
+    for n in range(6):
+        (dags_dir / f"d{n}.py").write_text(dag_source(f"d{n}"))
+    result = processor.scan(clock.now())
+    assert (result.dags, result.errors) == (12, 2)
+    messages = sorted(Path(e.fileloc).name + ": " + e.message for e in store.import_errors())
+    assert "exited with code 3" in messages[0] and "b_crash.py" in messages[0]
+    assert "took longer than 2s" in messages[1] and "c_hang.py" in messages[1]
+
+
+def test_same_named_helpers_in_two_folders_are_each_files_own(store, settings, clock, dags_dir):
+    # one parse child imports both files: the first file's `helpers` module must not be
+    # what the second file gets when it imports its own `helpers`
+    processor = DagProcessor(store, settings, parallelism=1)
+    for team, schedule in (("team_a", "@daily"), ("team_b", "@hourly")):
+        (dags_dir / team).mkdir()
+        (dags_dir / team / "helpers.py").write_text(f"SCHEDULE = {schedule!r}\n")
+        (dags_dir / team / "pipeline.py").write_text(
+            "from datetime import UTC, datetime\n"
+            "from orchestrator import DAG\n"
+            "from helpers import SCHEDULE\n"
+            f"with DAG({team!r}, schedule=SCHEDULE, start_date=datetime(2026, 1, 1, tzinfo=UTC)):\n"
+            "    pass\n"
+        )
+    assert processor.scan(clock.now()).errors == 0
+    a, b = store.get_dag("team_a").schedule, store.get_dag("team_b").schedule
+    assert a != b

@@ -1,0 +1,208 @@
+"""Releasing task instances: the scheduler's general pass and the finish fast path.
+
+``release_ready`` (the scheduler) decides every scheduled task of every running run
+by its trigger rule, with the runs' rows locked, and applies RELEASE, SKIP and
+UPSTREAM_FAILED set-based. ``release_after_success`` runs inside the transaction that
+records a success (``finish.py``), with that run's row locked too: it queues the
+finished task's direct downstream tasks that the scheduler would certainly release
+now, and nothing else:
+
+- ``one_success``: an upstream task just succeeded, so ``decide`` says RELEASE;
+- ``all_success``: RELEASE exactly when every upstream task is ``success``, checked
+  in SQL: the upstream states directly for a small fan-in, else by counting the run's
+  non-success task instances minus those of the (small) complement of the upstream
+  set, so the 1000-upstream ``end`` of a wide DAG costs one indexed count, not 1000
+  rows.
+
+Everything else (other rules, failures, skips) is left to ``release_ready`` and the
+caller is told to wake the scheduler.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+
+from sqlalchemy import Connection, bindparam, func, select, update
+
+from orchestrator.spec import DagSpec
+from orchestrator.states import TASK_FINISHED, RunState, TaskState
+from orchestrator.store import models as m
+from orchestrator.store.base import StoreBase, lock_runs
+from orchestrator.trigger_rules import Decision, TriggerRule, decide
+
+ti = m.task_instances
+# fan-ins up to this size are checked by their upstream states, larger ones by the
+# complement; both larger than this are left to the scheduler
+SMALL = 64
+_NOT_OK = list(TASK_FINISHED - {TaskState.SUCCESS})
+
+
+def release_after_success(
+    conn: Connection,
+    spec: DagSpec,
+    run_pk: int,
+    task_id: str,
+    now: datetime,
+    complements: dict[tuple[int, str], list[str]],
+) -> tuple[int, bool]:
+    """Queue ``task_id``'s downstream tasks that its success made releasable.
+
+    Returns (how many were queued, whether the scheduler still has something to
+    decide). The caller holds the run's lock and has just recorded the success.
+    """
+    release: list[str] = []
+    needs = False
+    small: list[tuple[str, tuple[str, ...]]] = []
+    for d in spec.downstream[task_id]:
+        t = spec.tasks[d]
+        if t.trigger_rule == TriggerRule.ONE_SUCCESS:
+            release.append(d)
+        elif t.trigger_rule != TriggerRule.ALL_SUCCESS:
+            needs = True
+        elif len(t.upstream) <= SMALL:
+            small.append((d, t.upstream))
+        elif len(spec.tasks) - len(t.upstream) <= SMALL:
+            key = (id(spec), d)
+            others = complements.get(key)
+            if others is None:
+                ups = set(t.upstream)
+                others = complements[key] = [x for x in spec.tasks if x not in ups]
+            verdict = _all_success_by_complement(conn, run_pk, others)
+            if verdict is Decision.RELEASE:
+                release.append(d)
+            elif verdict is not Decision.WAIT:
+                needs = True
+        else:
+            needs = True
+    if small:
+        wanted = sorted({u for _, ups in small for u in ups})
+        states = dict(conn.execute(_STATES_OF, {"run_pk": run_pk, "task_ids": wanted}).all())
+        for d, ups in small:
+            ups_states = [states.get(u) for u in ups]
+            if all(s == TaskState.SUCCESS for s in ups_states):
+                release.append(d)
+            elif any(s in _NOT_OK for s in ups_states):
+                needs = True  # upstream_failed or skip: the scheduler decides it
+    if not release:
+        return 0, needs
+    released = conn.execute(
+        update(ti)
+        .where(
+            ti.c.run_pk == run_pk,
+            ti.c.task_id.in_(sorted(release)),
+            ti.c.state == TaskState.SCHEDULED,
+        )
+        .values(state=TaskState.QUEUED, ready_at=now)
+    ).rowcount
+    return released, needs
+
+
+# built once: these run once per finished task
+_NOT_SUCCESS_BY_STATE = (
+    select(ti.c.state, func.count())
+    .where(
+        ti.c.run_pk == bindparam("run_pk"),
+        ti.c.state.in_([s.value for s in TaskState if s != TaskState.SUCCESS]),
+    )
+    .group_by(ti.c.state)
+)  # an index range per state on (run_pk, state): only non-success entries are read
+_STATES_OF = select(ti.c.task_id, ti.c.state).where(
+    ti.c.run_pk == bindparam("run_pk"), ti.c.task_id.in_(bindparam("task_ids", expanding=True))
+)
+
+
+def _all_success_by_complement(conn: Connection, run_pk: int, others: list[str]) -> Decision:
+    """For a task whose upstream set is the run's tasks minus ``others``: RELEASE if all
+    are success, WAIT if none is finished otherwise, else SKIP (meaning: not ours)."""
+    counts = dict(conn.execute(_NOT_SUCCESS_BY_STATE, {"run_pk": run_pk}).all())
+    mine = dict(conn.execute(_STATES_OF, {"run_pk": run_pk, "task_ids": others}).all())
+    for state in mine.values():
+        if state in counts:
+            counts[state] -= 1
+    if any(counts.get(s, 0) for s in _NOT_OK):
+        return Decision.SKIP
+    return Decision.RELEASE if not any(counts.values()) else Decision.WAIT
+
+
+class ReleaseStore(StoreBase):
+    def release_ready(self, now: datetime) -> int:
+        """Queue scheduled tasks whose trigger rule is met; propagate skips and failures.
+
+        Looks only at running runs of unpaused DAGs that still have scheduled tasks.
+        Decisions are made from states read in the same write transaction that applies
+        them, with the runs' rows locked (``FOR UPDATE`` on PostgreSQL, the writer lock
+        on SQLite), so a concurrent ``clear_task`` or a second scheduler can never make
+        a decision rest on stale upstream states. Returns how many task instances changed.
+        """
+        r = m.dag_runs
+        with self.read() as conn:
+            runs = conn.execute(
+                select(r.c.id, r.c.dag_id, r.c.version_hash)
+                .join(m.dags, m.dags.c.dag_id == r.c.dag_id)
+                .where(
+                    r.c.state == RunState.RUNNING,
+                    m.dags.c.is_paused.is_(False),
+                    select(ti.c.id)
+                    .where(ti.c.run_pk == r.c.id, ti.c.state == TaskState.SCHEDULED)
+                    .exists(),
+                )
+                .order_by(r.c.id)
+            ).all()
+        if not runs:
+            return 0
+        specs = {run.id: self.spec(run.dag_id, run.version_hash) for run in runs}  # type: ignore[attr-defined]
+        changed = 0
+        for batch in _chunks([run.id for run in runs], 200):
+            with self.write() as conn:
+                lock_runs(conn, batch, self.is_postgres)
+                rows = conn.execute(
+                    select(ti.c.id, ti.c.run_pk, ti.c.task_id, ti.c.state)
+                    .join(r, r.c.id == ti.c.run_pk)
+                    .where(ti.c.run_pk.in_(batch), r.c.state == RunState.RUNNING)
+                ).all()
+                by_run: dict[int, dict[str, tuple[int, str]]] = {}
+                for row in rows:
+                    by_run.setdefault(row.run_pk, {})[row.task_id] = (row.id, row.state)
+                to_queue: list[int] = []
+                to_final: dict[str, list[int]] = {
+                    TaskState.UPSTREAM_FAILED: [],
+                    TaskState.SKIPPED: [],
+                }
+                for run_pk, tasks in by_run.items():
+                    spec = specs[run_pk]
+                    states = {k: v[1] for k, v in tasks.items()}
+                    for task_id in spec.topological_order:
+                        if states.get(task_id) != TaskState.SCHEDULED:
+                            continue
+                        t = spec.tasks[task_id]
+                        decision = decide(t.trigger_rule, [states[u] for u in t.upstream])
+                        ti_id = tasks[task_id][0]
+                        if decision is Decision.RELEASE:
+                            to_queue.append(ti_id)
+                            states[task_id] = TaskState.QUEUED
+                        elif decision is Decision.UPSTREAM_FAILED:
+                            to_final[TaskState.UPSTREAM_FAILED].append(ti_id)
+                            states[task_id] = TaskState.UPSTREAM_FAILED
+                        elif decision is Decision.SKIP:
+                            to_final[TaskState.SKIPPED].append(ti_id)
+                            states[task_id] = TaskState.SKIPPED
+                for chunk in _chunks(sorted(to_queue), 500):
+                    changed += conn.execute(
+                        update(ti)
+                        .where(ti.c.id.in_(chunk), ti.c.state == TaskState.SCHEDULED)
+                        .values(state=TaskState.QUEUED, ready_at=now)
+                    ).rowcount
+                for state, ids in to_final.items():
+                    for chunk in _chunks(sorted(ids), 500):
+                        changed += conn.execute(
+                            update(ti)
+                            .where(ti.c.id.in_(chunk), ti.c.state == TaskState.SCHEDULED)
+                            .values(state=state, end_date=now)
+                        ).rowcount
+        return changed
+
+
+def _chunks(items: list[int], size: int) -> Iterable[list[int]]:
+    for i in range(0, len(items), size):
+        yield items[i : i + size]
