@@ -182,12 +182,7 @@ class Task:
 
     @property
     def retry_policy(self) -> RetryPolicy:
-        return RetryPolicy(
-            retries=self.retries,
-            retry_delay=self.retry_delay,
-            exponential=self.retry_exponential,
-            max_retry_delay=self.max_retry_delay,
-        )
+        return RetryPolicy.of(self)
 
     # -- wiring -----------------------------------------------------------------
     def _resolve(self, other: Task | str, where: tuple[str | None, int | None]) -> Task | str:

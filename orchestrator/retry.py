@@ -13,9 +13,12 @@ next, even once they reach the cap.
 [10.0, 20.0, 40.0]
 """
 
+from __future__ import annotations
+
 import random
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -25,6 +28,16 @@ class RetryPolicy:
     exponential: bool = True
     max_retry_delay: timedelta = timedelta(hours=1)
     jitter: bool = True
+
+    @classmethod
+    def of(cls, task: Any) -> RetryPolicy:
+        """The policy of a task or task spec (anything with the four retry attributes)."""
+        return cls(
+            retries=task.retries,
+            retry_delay=task.retry_delay,
+            exponential=task.retry_exponential,
+            max_retry_delay=task.max_retry_delay,
+        )
 
     @property
     def max_tries(self) -> int:

@@ -62,13 +62,6 @@ def _child_setup() -> None:
 
 
 # -- DAG parsing --------------------------------------------------------------------------
-def parse_child(path: str, conn: Connection) -> None:
-    """Import one DAG file and send back its serialized DAGs or an import error."""
-    _child_setup()
-    conn.send(parse_one(path, os.path.dirname(path)))
-    conn.close()
-
-
 def parse_server(conn: Connection, root: str) -> None:
     """Parse DAG files, one at a time, until the parent hangs up (a parse pool child).
 

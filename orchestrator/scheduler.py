@@ -16,6 +16,7 @@ import socket
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -62,8 +63,10 @@ class Scheduler:
         wake: threading.Event | None = None,
         on_release: threading.Event | None = None,
         batch: int = 500,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self.store = store
+        self.monotonic = monotonic  # paces self-fencing; tests pass a fake
         self.clock = clock
         self.settings = settings
         self.id = scheduler_id or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
@@ -117,11 +120,11 @@ class Scheduler:
         last = self._renewed
         if (
             last is not None
-            and time.monotonic() - last[0] < quarter.total_seconds()
+            and self.monotonic() - last[0] < quarter.total_seconds()
             and timedelta(0) <= now - last[1] < quarter
         ):
             return last[0]
-        asked = time.monotonic()  # the lease runs from no earlier than this
+        asked = self.monotonic()  # the lease runs from no earlier than this
         epoch = self.store.acquire_leadership(self.id, now, self.lease_ttl)
         if epoch is None:
             self._renewed = None
@@ -137,14 +140,12 @@ class Scheduler:
         expired lease. (Its late writes would be harmless anyway: every creation and
         state change is a compare-and-set.)
         """
-        if time.monotonic() - asked > self.lease_ttl.total_seconds() / 2:
+        if self.monotonic() - asked > self.lease_ttl.total_seconds() / 2:
             raise _LeaseAtRisk
 
     def schedule_dags(self, now: datetime) -> int:
         created = 0
-        for dag in self.store.list_dags():
-            if dag.is_paused or dag.schedule_exhausted:
-                continue
+        for dag in self.store.list_dags(schedulable=True):
             try:
                 spec = self.store.spec(dag.dag_id, dag.version_hash)
                 if spec.schedule.kind == "none":

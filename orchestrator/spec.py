@@ -131,12 +131,7 @@ class TaskSpec:
 
     @property
     def retry_policy(self) -> RetryPolicy:
-        return RetryPolicy(
-            retries=self.retries,
-            retry_delay=self.retry_delay,
-            exponential=self.retry_exponential,
-            max_retry_delay=self.max_retry_delay,
-        )
+        return RetryPolicy.of(self)
 
 
 @dataclass(frozen=True)
@@ -191,6 +186,18 @@ class DagSpec:
     @cached_property
     def leaves(self) -> tuple[str, ...]:
         return tuple(t for t, d in self.downstream.items() if not d)
+
+    @cached_property
+    def _complements(self) -> dict[str, tuple[str, ...]]:
+        return {}
+
+    def upstream_complement(self, task_id: str) -> tuple[str, ...]:
+        """Every task of the DAG that is not an upstream task of ``task_id`` (cached)."""
+        others = self._complements.get(task_id)
+        if others is None:
+            ups = set(self.tasks[task_id].upstream)
+            others = self._complements[task_id] = tuple(x for x in self.tasks if x not in ups)
+        return others
 
     def branch_targets(self, task_id: str, result: str | None) -> tuple[str, ...]:
         """The direct downstream tasks a branch task chose, from its JSON result.

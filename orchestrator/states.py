@@ -1,7 +1,9 @@
 """Run and task-instance states, their allowed transitions and named groups.
 
 States are stored as plain strings. Only the store's transition functions change a
-state, and each checks the transition against these tables.
+state, each with a compare-and-set on the states it may move from; the tables below
+document which moves exist (they are the reference for those WHERE clauses, not
+consulted at run time).
 """
 
 from enum import StrEnum

@@ -20,6 +20,8 @@ from orchestrator.loader import DagImportError, load_file
 from orchestrator.processor import dag_files
 from orchestrator.runner import _takes_argument
 from orchestrator.settings import Settings
+from orchestrator.store.run_store import make_run_id
+from orchestrator.store.task_store import idempotency_key
 from orchestrator.templating import render_command
 
 
@@ -67,7 +69,7 @@ def run_task_test(
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
     logger.addHandler(handler)
     logger.propagate = False
-    run_id = f"{dag_id}__test__{when.strftime('%Y%m%dT%H%M%S')}Z"
+    run_id = make_run_id(dag_id, "test", when)
     ctx = TaskContext(
         dag_id=dag_id,
         run_id=run_id,
@@ -77,7 +79,7 @@ def run_task_test(
         data_interval_end=interval[1],
         try_number=1,
         params={**dag.params, **params},
-        idempotency_key=f"{dag_id}/{run_id}/{task_id}",
+        idempotency_key=idempotency_key(dag_id, run_id, task_id),
         log=logger,
         upstream_ids=tuple(sorted(task.upstream_ids)),
     )

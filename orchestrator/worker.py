@@ -163,10 +163,9 @@ class Worker:
         held = {(s.claim.ti_id, s.claim.try_number) for s in self._busy if s.claim}
         self._last_heartbeat = time.monotonic()
         started = time.monotonic()
-        self.store.worker_alive(self.id, now)
+        kept = self.store.heartbeat(self.id, held, now, self.lease)
         if not held:
             return
-        kept = self.store.heartbeat(self.id, held, now, self.lease)
         for slot in self._busy:
             if slot.claim and (slot.claim.ti_id, slot.claim.try_number) in kept:
                 slot.confirmed = started
@@ -467,7 +466,7 @@ class Worker:
         self._busy.clear()
         if self._registered:
             try:
-                self.store.worker_alive(self.id, self.clock.now(), stopped=True)
+                self.store.worker_stopped(self.id, self.clock.now())
             except Exception:  # noqa: BLE001
                 log.warning("could not mark worker %s stopped", self.id)
 

@@ -23,6 +23,7 @@ from orchestrator.settings import Settings
 from orchestrator.store import Store
 from orchestrator.store.db import upgrade
 from orchestrator.store.models import metadata
+from tests.helpers import Harness
 
 PG_ADMIN_URL = os.environ.get(
     "ORCHESTRATOR_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
@@ -140,3 +141,11 @@ def write_dag(dags_dir: Path) -> Callable[[str, str], Path]:
         return path
 
     return write
+
+
+@pytest.fixture
+def harness(store: Store, settings: Settings, clock: FakeClock) -> Iterator[Harness]:
+    """Processor, scheduler and worker on the test's store and fake clock."""
+    h = Harness(store, settings, clock)
+    yield h
+    h.close()

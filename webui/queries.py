@@ -20,7 +20,7 @@ from sqlalchemy import func, select, union_all
 from orchestrator.spec import DagSpec
 from orchestrator.store import Store
 from orchestrator.store import models as m
-from orchestrator.store.records import EventRecord, Record, RunRecord, TryRecord
+from orchestrator.store.records import Record, RunRecord, TryRecord
 
 
 @dataclass(frozen=True)
@@ -164,33 +164,6 @@ def run_tries(store: Store, run_id: str) -> list[TryRecord]:
     with store.read() as conn:
         rows = conn.execute(select(tries).where(tries.c.ti_id.in_(ids)).order_by(tries.c.id)).all()
     return [TryRecord.from_row(row) for row in rows]
-
-
-def events_page(
-    store: Store,
-    *,
-    dag_id: str | None = None,
-    run_id: str | None = None,
-    kind: str | None = None,
-    before: int | None = None,
-    limit: int = 100,
-) -> list[EventRecord]:
-    """Events newest first, filtered; ``before`` (an event id) pages back in time."""
-    e = m.events
-    q = select(e).order_by(e.c.id.desc()).limit(limit)
-    if dag_id:
-        q = q.where(e.c.dag_id == dag_id)
-    if run_id:
-        q = q.where(e.c.run_id == run_id)
-    if kind:
-        q = q.where(e.c.kind == kind)
-    if before:
-        q = q.where(e.c.id < before)
-    with store.read() as conn:
-        return [
-            EventRecord(r.id, r.at, r.kind, r.dag_id, r.run_id, r.task_id, r.try_number, r.message)
-            for r in conn.execute(q)
-        ]
 
 
 def result_of(store: Store, run_id: str, task_id: str) -> str | None:

@@ -196,10 +196,15 @@ class DagStore(StoreBase):
         return [ImportErrorRecord(r.fileloc, r.message, r.traceback, r.created_at) for r in rows]
 
     # -- read by everyone ---------------------------------------------------------------
-    def list_dags(self, *, include_inactive: bool = False) -> list[DagRecord]:
+    def list_dags(
+        self, *, include_inactive: bool = False, schedulable: bool = False
+    ) -> list[DagRecord]:
+        """Active DAGs by id; ``schedulable``: only those that may get scheduled runs now."""
         q = select(m.dags).order_by(m.dags.c.dag_id)
         if not include_inactive:
             q = q.where(m.dags.c.is_active.is_(True))
+        if schedulable:
+            q = q.where(m.dags.c.is_paused.is_(False), m.dags.c.schedule_exhausted.is_(False))
         with self.read() as conn:
             return [DagRecord.from_row(r) for r in conn.execute(q)]
 

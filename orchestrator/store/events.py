@@ -16,8 +16,10 @@ class EventStore(StoreBase):
         dag_id: str | None = None,
         run_id: str | None = None,
         kind: str | None = None,
+        before: int | None = None,
         limit: int = 100,
     ) -> list[EventRecord]:
+        """Events newest first, filtered; ``before`` (an event id) pages back in time."""
         e = m.events
         q = select(e).order_by(e.c.id.desc()).limit(limit)
         if dag_id:
@@ -26,6 +28,8 @@ class EventStore(StoreBase):
             q = q.where(e.c.run_id == run_id)
         if kind:
             q = q.where(e.c.kind == kind)
+        if before:
+            q = q.where(e.c.id < before)
         with self.read() as conn:
             return [
                 EventRecord(

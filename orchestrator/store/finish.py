@@ -23,7 +23,7 @@ from sqlalchemy import Connection, select, update
 
 from orchestrator.states import RunState, TaskState
 from orchestrator.store import models as m
-from orchestrator.store.base import StoreBase, lock_runs, record_event
+from orchestrator.store.base import StoreBase, record_event
 from orchestrator.store.records import Claim
 from orchestrator.store.release import release_after_success
 from orchestrator.store.task_store import _close_try, _fence, _stale
@@ -42,12 +42,6 @@ class Finished:
 
 
 class FinishStore(StoreBase):
-    _complements: dict[tuple[int, str], list[str]]
-
-    def __init__(self, *args: object, **kwargs: object) -> None:
-        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
-        self._complements = {}
-
     def finish_success(
         self,
         claim: Claim,
@@ -103,19 +97,17 @@ class FinishStore(StoreBase):
     def _lock_runs_of(self, conn: Connection, run_ids: set[str]) -> dict[str, object]:
         """Lock the runs (id order) and read what the fast path needs about them."""
         r, d = m.dag_runs, m.dags
-        rows = conn.execute(
+        q = (
             select(r.c.id, r.c.run_id, r.c.dag_id, r.c.state, d.c.is_paused)
             .join(d, d.c.dag_id == r.c.dag_id, isouter=True)
             .where(r.c.run_id.in_(sorted(run_ids)))
-        ).all()
-        lock_runs(conn, [row.id for row in rows], self.is_postgres)
-        if self.is_postgres:  # re-read under the lock (READ COMMITTED: a fresh snapshot)
-            rows = conn.execute(
-                select(r.c.id, r.c.run_id, r.c.dag_id, r.c.state, d.c.is_paused)
-                .join(d, d.c.dag_id == r.c.dag_id, isouter=True)
-                .where(r.c.id.in_([row.id for row in rows]))
-            ).all()
-        return {row.run_id: row for row in rows}
+            .order_by(r.c.id)
+        )
+        if self.is_postgres:
+            # rows come back locked, in id order, and as they are under the lock (on
+            # SQLite the write transaction's lock already serialises writers)
+            q = q.with_for_update(of=r)
+        return {row.run_id: row for row in conn.execute(q)}
 
     def _record_success(
         self,
@@ -174,7 +166,6 @@ class FinishStore(StoreBase):
             run.id,  # type: ignore[attr-defined]
             claim.task_id,
             now,
-            self._complements,
         )
         if skip:
             needs = True  # skips propagate by trigger rule: the scheduler's job

@@ -44,7 +44,6 @@ def release_after_success(
     run_pk: int,
     task_id: str,
     now: datetime,
-    complements: dict[tuple[int, str], list[str]],
 ) -> tuple[int, bool]:
     """Queue ``task_id``'s downstream tasks that its success made releasable.
 
@@ -63,12 +62,7 @@ def release_after_success(
         elif len(t.upstream) <= SMALL:
             small.append((d, t.upstream))
         elif len(spec.tasks) - len(t.upstream) <= SMALL:
-            key = (id(spec), d)
-            others = complements.get(key)
-            if others is None:
-                ups = set(t.upstream)
-                others = complements[key] = [x for x in spec.tasks if x not in ups]
-            verdict = _all_success_by_complement(conn, run_pk, others)
+            verdict = _all_success_by_complement(conn, run_pk, spec.upstream_complement(d))
             if verdict is Decision.RELEASE:
                 release.append(d)
             elif verdict is not Decision.WAIT:
@@ -112,11 +106,11 @@ _STATES_OF = select(ti.c.task_id, ti.c.state).where(
 )
 
 
-def _all_success_by_complement(conn: Connection, run_pk: int, others: list[str]) -> Decision:
+def _all_success_by_complement(conn: Connection, run_pk: int, others: tuple[str, ...]) -> Decision:
     """For a task whose upstream set is the run's tasks minus ``others``: RELEASE if all
     are success, WAIT if none is finished otherwise, else SKIP (meaning: not ours)."""
     counts = dict(conn.execute(_NOT_SUCCESS_BY_STATE, {"run_pk": run_pk}).all())
-    mine = dict(conn.execute(_STATES_OF, {"run_pk": run_pk, "task_ids": others}).all())
+    mine = dict(conn.execute(_STATES_OF, {"run_pk": run_pk, "task_ids": list(others)}).all())
     for state in mine.values():
         if state in counts:
             counts[state] -= 1

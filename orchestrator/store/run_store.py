@@ -14,7 +14,6 @@ from orchestrator.errors import ConfigError, NotFoundError, StateError
 from orchestrator.spec import DagSpec, validate_conf
 from orchestrator.states import (
     RUN_ACTIVE,
-    RUN_FINISHED,
     TASK_FINISHED,
     TASK_UNFINISHED,
     RunState,
@@ -120,11 +119,12 @@ def finish_run_locked(conn: Connection, spec: DagSpec, run: Any, now: datetime) 
     ).first()
     if unfinished is not None:
         return None
-    states = dict(conn.execute(select(ti.c.task_id, ti.c.state).where(ti.c.run_pk == run.id)).all())
-    if any(s not in TASK_FINISHED for s in states.values()):
-        return None
-    bad = {TaskState.FAILED, TaskState.UPSTREAM_FAILED, TaskState.CANCELLED}
-    failed = any(states.get(leaf) in bad for leaf in spec.leaves)
+    bad = [TaskState.FAILED, TaskState.UPSTREAM_FAILED, TaskState.CANCELLED]
+    failed = conn.execute(
+        select(ti.c.id)
+        .where(ti.c.run_pk == run.id, ti.c.task_id.in_(spec.leaves), ti.c.state.in_(bad))
+        .limit(1)
+    ).first()
     state = RunState.FAILED if failed else RunState.SUCCESS
     done = conn.execute(
         update(m.dag_runs)
@@ -364,9 +364,6 @@ class RunStore(StoreBase):
                     and_(r.c.dag_id == dag_id, r.c.run_type == "scheduled")
                 )
             ).scalar()
-
-    def run_is_finished(self, run_id: str) -> bool:
-        return self.get_run(run_id).state in RUN_FINISHED
 
 
 def _overlap_plan(policy: str, max_active: int, runs: list) -> tuple[list, list]:

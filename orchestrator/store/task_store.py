@@ -77,12 +77,16 @@ class TaskStore(StoreBase):
         """Extend every lease ``owner`` still holds, in one statement.
 
         ``held`` is (ti_id, try_number) pairs. Returns the pairs still held; the
-        caller must stop the others at once.
+        caller must stop the others at once. The worker's own heartbeat (``workers``,
+        for status and the explainer) is recorded in the same transaction.
         """
         held = set(held)
-        if not held:
-            return set()
         with self.write() as conn:
+            conn.execute(
+                update(m.workers).where(m.workers.c.worker_id == owner).values(heartbeat_at=now)
+            )
+            if not held:
+                return set()
             rows = conn.execute(
                 update(ti)
                 .where(
@@ -225,13 +229,13 @@ class TaskStore(StoreBase):
                     )
                 )
 
-    def worker_alive(self, worker_id: str, now: datetime, stopped: bool = False) -> None:
-        values: dict = {"heartbeat_at": now}
-        if stopped:
-            values["stopped_at"] = now
+    def worker_stopped(self, worker_id: str, now: datetime) -> None:
+        """A worker shut down cleanly: ``status`` stops listing it."""
         with self.write() as conn:
             conn.execute(
-                update(m.workers).where(m.workers.c.worker_id == worker_id).values(**values)
+                update(m.workers)
+                .where(m.workers.c.worker_id == worker_id)
+                .values(heartbeat_at=now, stopped_at=now)
             )
 
     # -- users ---------------------------------------------------------------------------

@@ -12,7 +12,6 @@ from sqlalchemy import text
 
 from orchestrator.alerts.delivery import AlertDelivery, backoff
 from orchestrator.alerts.watchdog import AlertWatchdog
-from tests.helpers import Harness
 
 RESTORE_INDEX = (
     "CREATE UNIQUE INDEX ux_dag_runs_one_per_fire_time ON dag_runs (dag_id, logical_date) "
@@ -54,13 +53,6 @@ def receiver():
     r = Receiver()
     yield r
     r.close()
-
-
-@pytest.fixture
-def harness(store, settings, clock):
-    h = Harness(store, settings, clock)
-    yield h
-    h.close()
 
 
 def _watch(harness, settings):
@@ -248,6 +240,7 @@ def test_duplicate_runs_for_one_fire_time(harness, settings, write_dag, store, c
     # ... two scheduled ones are not: break the index that prevents it, as a bug would
     with store.engine.begin() as conn:
         conn.execute(text("DROP INDEX ux_dag_runs_one_per_fire_time"))
+    bad = None
     try:
         bad = store.trigger_run("d", clock.now(), run_type="backfill")
         dup = watchdog.check(clock.now())
@@ -256,7 +249,8 @@ def test_duplicate_runs_for_one_fire_time(harness, settings, write_dag, store, c
         assert watchdog.check(clock.now()) == []
     finally:  # the PostgreSQL test database outlives this test: put the index back
         with store.engine.begin() as conn:
-            conn.execute(text("DELETE FROM dag_runs WHERE run_id = :r"), {"r": bad.run_id})
+            if bad is not None:
+                conn.execute(text("DELETE FROM dag_runs WHERE run_id = :r"), {"r": bad.run_id})
             conn.execute(text(RESTORE_INDEX))
 
 

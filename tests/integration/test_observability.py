@@ -12,7 +12,6 @@ from prometheus_client.parser import text_string_to_metric_families
 from orchestrator.cli import main
 from orchestrator.explain import explain_dag, explain_task
 from orchestrator.retention import clean
-from tests.helpers import Harness
 
 STALE = timedelta(seconds=30)
 CHAIN = """
@@ -29,13 +28,6 @@ with DAG("chain", schedule=None, max_active_runs=1) as dag:
 
     first >> second
 """
-
-
-@pytest.fixture
-def harness(store, settings, clock):
-    h = Harness(store, settings, clock)
-    yield h
-    h.close()
 
 
 def _why(store, run_id, task_id, now):

@@ -4,17 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
-from tests.helpers import Harness
-
-
-@pytest.fixture
-def harness(store, settings, clock):
-    h = Harness(store, settings, clock)
-    yield h
-    h.close()
-
 
 def test_fan_out_fan_in_of_200_tasks_succeeds_with_one_try_each(harness, write_dag):
     write_dag(

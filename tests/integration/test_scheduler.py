@@ -14,13 +14,6 @@ from tests.helpers import Harness
 
 
 @pytest.fixture
-def harness(store, settings, clock):
-    h = Harness(store, settings, clock)
-    yield h
-    h.close()
-
-
-@pytest.fixture
 def other_store(settings):
     s = Store(settings.database_url)
     yield s

@@ -15,13 +15,6 @@ from tests.helpers import Harness
 START = datetime(2026, 1, 1, tzinfo=UTC)
 
 
-@pytest.fixture
-def harness(store, settings, clock):
-    h = Harness(store, settings, clock)
-    yield h
-    h.close()
-
-
 def hourly_dag(dag_id: str, misfire: str = "backfill", extra: str = "") -> str:
     return f"""
 from datetime import datetime, timedelta, timezone

@@ -17,16 +17,8 @@ from sqlalchemy.exc import IntegrityError
 from orchestrator.store import Store
 from orchestrator.store import models as m
 from orchestrator.store.run_store import insert_run
-from tests.helpers import Harness
 
 LEASE = timedelta(seconds=30)
-
-
-@pytest.fixture
-def harness(store, settings, clock):
-    h = Harness(store, settings, clock)
-    yield h
-    h.close()
 
 
 @pytest.fixture

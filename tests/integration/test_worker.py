@@ -8,16 +8,7 @@ from datetime import timedelta
 
 import pytest
 
-from tests.helpers import Harness
-
 LEASE = timedelta(seconds=30)
-
-
-@pytest.fixture
-def harness(store, settings, clock):
-    h = Harness(store, settings, clock)
-    yield h
-    h.close()
 
 
 def _start(harness, dag_id: str) -> str:

@@ -12,7 +12,6 @@ from sqlalchemy.exc import OperationalError
 from orchestrator import wakeup
 from orchestrator.scheduler import Scheduler
 from orchestrator.worker import Worker
-from tests.helpers import Harness
 
 SLOW_DAG = """
 import time
@@ -25,13 +24,6 @@ with DAG("slow", schedule=None) as dag:
             time.sleep(30)
         return ctx.try_number
 """
-
-
-@pytest.fixture
-def harness(store, settings, clock):
-    h = Harness(store, settings, clock)
-    yield h
-    h.close()
 
 
 def start_slow_run(harness, write_dag):
@@ -165,10 +157,16 @@ def test_listen_notify_wakes_a_listener(pg_database):
 def test_listen_notify_is_a_no_op_on_sqlite(sqlite_url):
     woke = threading.Event()
     listener = wakeup.Listener(sqlite_url, {wakeup.TASKS: woke}).start()
-    local = threading.Event()
-    wakeup.Notifier(sqlite_url).event(wakeup.TASKS, local).set()
-    assert local.is_set() and not woke.is_set()
-    listener.stop()
+    try:
+        # nothing to listen to on SQLite: no thread, no connection (in-process events
+        # do the job there), and a notify only sets the local event
+        assert listener._thread is None and not listener.connected.is_set()
+        local = threading.Event()
+        notifier = wakeup.Notifier(sqlite_url)
+        notifier.event(wakeup.TASKS, local).set()
+        assert local.is_set() and not woke.is_set() and notifier._conn is None
+    finally:
+        listener.stop()
 
 
 def test_a_leader_stops_acting_when_its_tick_outlasts_half_the_lease(
@@ -188,11 +186,12 @@ def test_a_leader_stops_acting_when_its_tick_outlasts_half_the_lease(
     harness.parse()
     run = store.trigger_run("two", clock.now())
     fast = settings.with_(lease_seconds=0.4, heartbeat_seconds=0.1)
-    slow = Scheduler(store, clock, fast, scheduler_id="slow")
+    elapsed = [1000.0]  # a fake monotonic clock, moved by hand
+    slow = Scheduler(store, clock, fast, scheduler_id="slow", monotonic=lambda: elapsed[0])
     real = slow.schedule_dags
 
     def schedule_slowly(now):
-        time.sleep(0.3)  # past half the 0.4 s lease
+        elapsed[0] += 0.3  # past half the 0.4 s lease
         return real(now)
 
     monkeypatch.setattr(slow, "schedule_dags", schedule_slowly)

@@ -203,7 +203,13 @@ def test_postgres_restart_mid_run_loses_and_repeats_nothing(
     import shutil
     import subprocess
 
-    if shutil.which("pg_ctlcluster") is None:
+    from tests.conftest import REQUIRE_PG
+
+    if shutil.which("pg_ctlcluster") is None or not Path("/etc/postgresql").is_dir():
+        if REQUIRE_PG:
+            pytest.fail(
+                "pg_ctlcluster is needed to restart the server (ORCHESTRATOR_REQUIRE_POSTGRES=1)"
+            )
         pytest.skip("pg_ctlcluster is not available to restart the server")
     version = sorted(p.name for p in Path("/etc/postgresql").iterdir())[-1]
     effects = tmp_path / "effects"

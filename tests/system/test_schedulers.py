@@ -10,13 +10,13 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from orchestrator.processor import DagProcessor
+from tests.system.cluster import wait_for
 
 pytestmark = pytest.mark.system
 
@@ -31,16 +31,6 @@ settings = Settings.load()
 store = Store(settings.database_url)
 Scheduler(store, SystemClock(), settings, scheduler_id=sys.argv[1]).run_forever(threading.Event())
 """
-
-
-def wait_for(predicate, what: str, timeout: float = 20.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
 def test_killed_leader_is_replaced_and_every_fire_time_runs_once(

@@ -7,13 +7,12 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import Harness
+from tests.system.cluster import wait_for
 
 pytestmark = pytest.mark.system
 
@@ -39,24 +38,6 @@ def alive(pid: int) -> bool:
     except (FileNotFoundError, ProcessLookupError):
         return False
     return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-
-
-def wait_for(predicate, what: str, timeout: float = 30.0):
-    """Poll a REAL process's progress with a bounded deadline."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-
-
-@pytest.fixture
-def harness(store, settings, clock):
-    h = Harness(store, settings, clock)
-    yield h
-    h.close()
 
 
 def test_sigkilled_worker_loses_its_task_and_the_retry_completes_the_run(

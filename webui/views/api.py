@@ -149,8 +149,7 @@ def log(run_id: str, task_id: str, try_number: int) -> Response:
 
 @bp.get("/events")
 def events() -> Response:
-    items = queries.events_page(
-        get_store(),
+    items = get_store().events(
         before=request.args.get("before", type=int),
         limit=_limit(100),
         **{k: v or None for k, v in filters().items()},

@@ -5,7 +5,6 @@ from __future__ import annotations
 from flask import Blueprint, render_template, request
 
 from webui.app import get_store
-from webui.queries import events_page
 
 bp = Blueprint("events", __name__)
 
@@ -26,9 +25,7 @@ def filters() -> dict[str, str]:
 def event_log() -> str:
     f = filters()
     before = request.args.get("before", type=int)
-    items = events_page(
-        get_store(), before=before, limit=PAGE, **{k: v or None for k, v in f.items()}
-    )
+    items = get_store().events(before=before, limit=PAGE, **{k: v or None for k, v in f.items()})
     older = items[-1].id if len(items) == PAGE else None
     return render_template(
         "events.html", events=items, filters=f, kinds=KNOWN_KINDS, older=older, before=before
