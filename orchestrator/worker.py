@@ -146,16 +146,18 @@ class Worker:
             except Exception as exc:  # noqa: BLE001 - the database may be down: fence below
                 log.warning("heartbeat failed (%s); will retry", str(exc).splitlines()[0])
         self._self_fence()
-        free = 0 if self.draining else self.concurrency - len(self._busy)
+        free = self._free_slots()
         if free > 0 and (claim or self._claim_hint):
             if activity:  # time has passed since `now`: stamp the claim with the present
                 now = max(now, self.clock.now())
             self._last_claim = time.monotonic()
-            claims = self.store.claim(self.id, now, self.lease, limit=free, queues=self.queues)
+            claims = self.store.claim(
+                self.id, now, self.lease, limit=free, queues=self.queues, results=True
+            )
             # a full batch may leave more behind; a short one means nothing else is ready
             self._claim_hint = len(claims) == free
-            for c, results in zip(claims, self._upstream_results(claims), strict=True):
-                self._dispatch(c, now, results)
+            for c in claims:
+                self._dispatch(c, now)
             activity += len(claims)
         return activity
 
@@ -204,27 +206,10 @@ class Worker:
                 self._busy.remove(slot)
                 slot.kill()
 
-    def _upstream_results(self, claims: list[Claim]) -> list[Any]:
-        """Upstream results for a claimed batch, in one read (an exception per claim
-        if it cannot be prepared: ``_dispatch`` fails that try)."""
-        wanted = []
-        for c in claims:
-            try:
-                upstream = self.store.spec(c.dag_id, c.version_hash).tasks[c.task_id].upstream
-            except Exception:  # noqa: BLE001 - _dispatch reports it
-                upstream = ()
-            wanted.append((c.run_id, upstream))
-        try:
-            return self.store.upstream_results(wanted)
-        except Exception as exc:  # noqa: BLE001
-            return [exc] * len(claims)
-
-    def _dispatch(self, claim: Claim, now: datetime, results: Any) -> None:
+    def _dispatch(self, claim: Claim, now: datetime) -> None:
         try:
             spec = self.store.spec(claim.dag_id, claim.version_hash)
             task = spec.tasks[claim.task_id]
-            if isinstance(results, Exception):
-                raise results
         except Exception as exc:  # noqa: BLE001
             self.store.finish_failure(claim, f"cannot prepare the try: {exc}", None, now)
             return
@@ -241,7 +226,7 @@ class Worker:
             "params": params,
             "idempotency_key": idempotency_key(claim.dag_id, claim.run_id, claim.task_id),
             "upstream": list(task.upstream),
-            "results": results,
+            "results": claim.upstream_results or {},
             "kind": task.kind,
             "command": task.command,
             "env": task.env,
@@ -325,12 +310,16 @@ class Worker:
         and try again next tick: an outcome is never dropped because of an outage.
 
         Consecutive successes are recorded in one transaction, which also queues the
-        downstream tasks they unblock (``store.finish_successes``); the scheduler is
-        woken only when something is left that it alone decides (a failure, another
-        trigger rule, a finished run), so it does not tick once per task.
+        downstream tasks they unblock (``store.finish_successes``) and, for the last
+        batch when slots are free, claims what is ready in the same transaction
+        (``store.finish_and_claim``): one commit per round. The scheduler is woken only
+        when something is left that it alone decides (a failure, another trigger rule,
+        a finished run), so it does not tick once per task.
         """
         recorded = 0
         wake_scheduler = False
+        claimed: list[Claim] | None = None
+        claimed_at = self.clock.now()
         while self._outbox:
             claim, ok, payload, exit_status, try_state, at = self._outbox[0]
             try:
@@ -340,9 +329,15 @@ class Worker:
                         if not item[1] or len(batch) >= 64:
                             break
                         batch.append((item[0], item[2], item[5]))
-                    if len(batch) == 1:
-                        done = []
-                        self.store.finish_success(*batch[0], outcome=done)
+                    free = self._free_slots()
+                    if len(batch) == len(self._outbox) and free > 0:
+                        claimed_at = max(claimed_at, self.clock.now())
+                        done, claimed = self.store.finish_and_claim(
+                            batch, self.id, claimed_at, self.lease, limit=free, queues=self.queues
+                        )
+                        self._last_claim = time.monotonic()
+                        # a full batch may leave more behind; a short one: nothing else
+                        self._claim_hint = len(claimed) == free
                     else:
                         done = self.store.finish_successes(batch)
                     wake_scheduler = wake_scheduler or any(
@@ -365,10 +360,16 @@ class Worker:
             self._outbox.pop(0)
             recorded += 1
         if recorded:
-            self._claim_hint = True  # retries and released downstream tasks may be claimable
+            if claimed is None:  # retries and released downstream tasks may be claimable
+                self._claim_hint = True
             if wake_scheduler and self.on_finish is not None:
                 self.on_finish.set()
+        for c in claimed or ():
+            self._dispatch(c, claimed_at)
         return recorded
+
+    def _free_slots(self) -> int:
+        return 0 if self.draining else self.concurrency - len(self._busy)
 
     def _enforce_timeouts(self, now: datetime) -> None:
         mono = time.monotonic()

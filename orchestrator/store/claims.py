@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -26,7 +26,7 @@ from orchestrator.states import TASK_CLAIMABLE, TaskState
 from orchestrator.store import models as m
 from orchestrator.store.base import StoreBase, record_event
 from orchestrator.store.records import Claim, Record
-from orchestrator.store.task_store import log_path_for
+from orchestrator.store.task_store import log_path_for, upstream_results_in
 
 ti = m.task_instances
 tries = m.task_tries
@@ -52,22 +52,48 @@ class ClaimStore(StoreBase):
         *,
         limit: int,
         queues: Iterable[str] = ("default",),
+        results: bool = False,
     ) -> list[Claim]:
-        """Atomically take up to ``limit`` claimable task instances under a lease."""
+        """Atomically take up to ``limit`` claimable task instances under a lease.
+
+        ``results=True`` also reads, in the same transaction, the results of each
+        claimed task's upstream tasks (``Claim.upstream_results``: what the worker
+        hands to ``ctx.upstream``).
+        """
         if limit <= 0:
             return []
-        queues = list(queues)
-        expires = now + lease
         with self.write() as conn:
-            pick = self._claimable(now, queues).where(ti.c.pool.is_(None)).limit(limit)
-            claimed = self._take(conn, pick, owner, now, expires)
-            if len(claimed) < limit:
-                claimed += self._take_pooled(
-                    conn, owner, now, expires, limit - len(claimed), queues
-                )
-            if not claimed:
-                return []
-            return self._record_claims(conn, claimed, owner, now, expires)
+            return self._claim_in(conn, owner, now, now + lease, limit, list(queues), results)
+
+    def _claim_in(
+        self,
+        conn: Connection,
+        owner: str,
+        now: datetime,
+        expires: datetime,
+        limit: int,
+        queues: list[str],
+        results: bool,
+    ) -> list[Claim]:
+        pick = self._claimable(now, queues).where(ti.c.pool.is_(None)).limit(limit)
+        claimed = self._take(conn, pick, owner, now, expires)
+        if len(claimed) < limit:
+            claimed += self._take_pooled(conn, owner, now, expires, limit - len(claimed), queues)
+        if not claimed:
+            return []
+        out = self._record_claims(conn, claimed, owner, now, expires)
+        return self._with_results(conn, out) if results else out
+
+    def _with_results(self, conn: Connection, claims: list[Claim]) -> list[Claim]:
+        wanted = []
+        for c in claims:
+            try:
+                upstream = self.spec(c.dag_id, c.version_hash).tasks[c.task_id].upstream  # type: ignore[attr-defined]
+            except Exception:  # noqa: BLE001 - the worker fails the try when it dispatches
+                upstream = ()
+            wanted.append((c.run_id, upstream))
+        found = upstream_results_in(conn, wanted)
+        return [replace(c, upstream_results=r) for c, r in zip(claims, found, strict=True)]
 
     def _claimable(self, now: datetime, queues: list[str]) -> Any:
         return (

@@ -16,20 +16,23 @@ True
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
-from sqlalchemy import Connection, select, update
+from sqlalchemy import Connection, select, tuple_, update
 
+from orchestrator.spec import DagSpec
 from orchestrator.states import RunState, TaskState
 from orchestrator.store import models as m
 from orchestrator.store.base import StoreBase, record_event
 from orchestrator.store.records import Claim
 from orchestrator.store.release import release_after_success
-from orchestrator.store.task_store import _close_try, _fence, _stale
+from orchestrator.store.task_store import _stale
 
 log = logging.getLogger(__name__)
 ti = m.task_instances
+tries = m.task_tries
 
 
 @dataclass(frozen=True)
@@ -68,10 +71,50 @@ class FinishStore(StoreBase):
         """Record several successful tries in one transaction (one commit), in order.
 
         Each is fenced on its own: a stale one changes nothing and is logged, the
-        others are recorded. All or none are committed.
+        others are recorded. All or none are committed. The round trips do not grow
+        with the batch: the fenced rows are read (and locked) in one statement, the
+        successes and their tries written in one executemany each, and each run's
+        downstream tasks decided once, after all of its successes are in.
         """
+        out, prepared = self._prepare(items)
+        if prepared:
+            with self.write() as conn:
+                self._record(conn, prepared, out)
+        return [o if o is not None else Finished(recorded=False) for o in out]
+
+    def finish_and_claim(
+        self,
+        items: list[tuple[Claim, str | None, datetime]],
+        owner: str,
+        now: datetime,
+        lease: timedelta,
+        *,
+        limit: int,
+        queues: Iterable[str] = ("default",),
+    ) -> tuple[list[Finished], list[Claim]]:
+        """``finish_successes``, then ``claim(..., results=True)`` in the same transaction.
+
+        A worker's round (record what finished, take what is ready, including what
+        those successes just released) costs one commit instead of two.
+        """
+        out, prepared = self._prepare(items)
+        with self.write() as conn:
+            if prepared:
+                self._record(conn, prepared, out)
+            claims = (
+                self._claim_in(conn, owner, now, now + lease, limit, list(queues), True)  # type: ignore[attr-defined]
+                if limit > 0
+                else []
+            )
+        return [o if o is not None else Finished(recorded=False) for o in out], claims
+
+    def _prepare(
+        self, items: list[tuple[Claim, str | None, datetime]]
+    ) -> tuple[list[Finished | None], list[_Prepared]]:
+        """Look up each success's DAG version; a branch result naming no direct
+        downstream task fails its try here instead (its own transaction)."""
         out: list[Finished | None] = [None] * len(items)
-        prepared = []
+        prepared: list[_Prepared] = []
         for i, (claim, result, now) in enumerate(items):
             spec = self.spec(claim.dag_id, claim.version_hash)  # type: ignore[attr-defined]
             task = spec.tasks.get(claim.task_id)
@@ -84,15 +127,121 @@ class FinishStore(StoreBase):
                     out[i] = Finished(recorded=False, needs_scheduler=True)
                     continue
                 skip = [d for d in spec.downstream[claim.task_id] if d not in chosen]
-            prepared.append((i, claim, result, now, spec, skip))
-        if prepared:
-            with self.write() as conn:
-                runs = self._lock_runs_of(conn, {p[1].run_id for p in prepared})
-                for i, claim, result, now, spec, skip in prepared:
-                    out[i] = self._record_success(
-                        conn, runs.get(claim.run_id), claim, result, now, spec, skip
-                    )
-        return [o if o is not None else Finished(recorded=False) for o in out]
+            prepared.append(_Prepared(i, claim, result, now, spec, skip))
+        return out, prepared
+
+    def _record(
+        self, conn: Connection, prepared: list[_Prepared], out: list[Finished | None]
+    ) -> None:
+        runs = self._lock_runs_of(conn, {p.claim.run_id for p in prepared})
+        held = self._write_successes(conn, prepared)
+        recorded = []
+        for p in prepared:
+            if (p.claim.ti_id, p.claim.try_number) in held:
+                recorded.append(p)
+            else:
+                _stale(conn, p.claim, p.now)
+                out[p.index] = Finished(recorded=False)
+        by_run: dict[str, list[_Prepared]] = {}
+        for p in recorded:
+            by_run.setdefault(p.claim.run_id, []).append(p)
+        for run_id, group in by_run.items():
+            done = self._after_successes(conn, runs.get(run_id), group)
+            for p, finished in zip(group, done, strict=True):
+                out[p.index] = finished
+
+    @staticmethod
+    def _write_successes(conn: Connection, prepared: list[_Prepared]) -> set[tuple[int, int]]:
+        """Write the successes whose lease is still theirs (running, same try, same
+        owner): one fenced UPDATE ... RETURNING, and one for their tries, per distinct
+        (result, end time), which for a batch of no-op tasks is one of each. Returns the
+        (ti_id, try_number) written; the others were fenced out."""
+        groups: dict[tuple[str | None, datetime], list[Claim]] = {}
+        for p in prepared:
+            groups.setdefault((p.result, p.now), []).append(p.claim)
+        held: set[tuple[int, int]] = set()
+        for (result, now), claims in groups.items():
+            keys = sorted((c.ti_id, c.try_number, c.owner) for c in claims)
+            written = conn.execute(
+                update(ti)
+                .where(
+                    tuple_(ti.c.id, ti.c.try_number, ti.c.owner).in_(keys),
+                    ti.c.state == TaskState.RUNNING,
+                )
+                .values(state=TaskState.SUCCESS, end_date=now, result=result, error=None)
+                .returning(ti.c.id, ti.c.try_number)
+            ).all()
+            if not written:
+                continue
+            pairs = sorted((row.id, row.try_number) for row in written)
+            conn.execute(
+                update(tries)
+                .where(
+                    tuple_(tries.c.ti_id, tries.c.try_number).in_(pairs),
+                    tries.c.state == "running",
+                )
+                .values(state="success", end_date=now, exit_status=0, error=None)
+            )
+            held.update(pairs)
+        return held
+
+    def _after_successes(
+        self, conn: Connection, run: object, group: list[_Prepared]
+    ) -> list[Finished]:
+        """Branch skips, then the run's downstream tasks released once for the group."""
+        if run is None:  # cannot happen while the task instances exist
+            return [Finished(recorded=True, needs_scheduler=True) for _ in group]
+        needs = [False] * len(group)
+        for k, p in enumerate(group):
+            if not p.spec.downstream[p.claim.task_id]:
+                needs[k] = True  # a leaf: the run may be finished (the scheduler's finish_runs)
+            if p.skip is not None:
+                self._skip_branches(conn, run, p)
+                needs[k] = needs[k] or bool(p.skip)  # skips propagate: the scheduler's job
+        active = run.state == RunState.RUNNING and run.is_paused is False  # type: ignore[attr-defined]
+        if not active:
+            return [Finished(recorded=True, needs_scheduler=True) for _ in group]
+        released, more = release_after_success(
+            conn,
+            group[0].spec,
+            run.id,  # type: ignore[attr-defined]
+            [p.claim.task_id for p in group],
+            group[-1].now,
+        )
+        out = [Finished(recorded=True, needs_scheduler=n) for n in needs]
+        # the group's releases and what is left to the scheduler, told once
+        out[-1] = Finished(recorded=True, released=released, needs_scheduler=needs[-1] or more)
+        return out
+
+    @staticmethod
+    def _skip_branches(conn: Connection, run: object, p: _Prepared) -> None:
+        claim = p.claim
+        skipped = (
+            conn.execute(
+                update(ti)
+                .where(
+                    ti.c.run_pk == run.id,  # type: ignore[attr-defined]
+                    ti.c.task_id.in_(p.skip or []),
+                    ti.c.state == TaskState.SCHEDULED,
+                )
+                .values(state=TaskState.SKIPPED, end_date=p.now)
+                .returning(ti.c.task_id)
+            )
+            .scalars()
+            .all()
+        )
+        followed = [d for d in p.spec.downstream[claim.task_id] if d not in (p.skip or [])]
+        record_event(
+            conn,
+            p.now,
+            "branch_followed",
+            f"followed {', '.join(followed) or 'nothing'}; "
+            f"skipped {', '.join(sorted(skipped)) or 'nothing'}",
+            dag_id=claim.dag_id,
+            run_id=claim.run_id,
+            task_id=claim.task_id,
+            try_number=claim.try_number,
+        )
 
     def _lock_runs_of(self, conn: Connection, run_ids: set[str]) -> dict[str, object]:
         """Lock the runs (id order) and read what the fast path needs about them."""
@@ -109,66 +258,12 @@ class FinishStore(StoreBase):
             q = q.with_for_update(of=r)
         return {row.run_id: row for row in conn.execute(q)}
 
-    def _record_success(
-        self,
-        conn: Connection,
-        run: object,
-        claim: Claim,
-        result: str | None,
-        now: datetime,
-        spec: object,
-        skip: list[str] | None,
-    ) -> Finished:
-        done = conn.execute(
-            update(ti)
-            .where(*_fence(claim))
-            .values(state=TaskState.SUCCESS, end_date=now, result=result, error=None)
-        ).rowcount
-        if not done:
-            _stale(conn, claim, now)
-            return Finished(recorded=False)
-        _close_try(conn, claim.ti_id, claim.try_number, "success", now, 0, None)
-        if run is None:  # cannot happen while the task instance exists
-            return Finished(recorded=True, needs_scheduler=True)
-        if skip is not None:
-            skipped = (
-                conn.execute(
-                    update(ti)
-                    .where(
-                        ti.c.run_pk == run.id,  # type: ignore[attr-defined]
-                        ti.c.task_id.in_(skip),
-                        ti.c.state == TaskState.SCHEDULED,
-                    )
-                    .values(state=TaskState.SKIPPED, end_date=now)
-                    .returning(ti.c.task_id)
-                )
-                .scalars()
-                .all()
-            )
-            followed = [d for d in spec.downstream[claim.task_id] if d not in skip]  # type: ignore[attr-defined]
-            record_event(
-                conn,
-                now,
-                "branch_followed",
-                f"followed {', '.join(followed) or 'nothing'}; "
-                f"skipped {', '.join(sorted(skipped)) or 'nothing'}",
-                dag_id=claim.dag_id,
-                run_id=claim.run_id,
-                task_id=claim.task_id,
-                try_number=claim.try_number,
-            )
-        active = run.state == RunState.RUNNING and run.is_paused is False  # type: ignore[attr-defined]
-        if not active:
-            return Finished(recorded=True, needs_scheduler=True)
-        released, needs = release_after_success(
-            conn,
-            spec,  # type: ignore[arg-type]
-            run.id,  # type: ignore[attr-defined]
-            claim.task_id,
-            now,
-        )
-        if skip:
-            needs = True  # skips propagate by trigger rule: the scheduler's job
-        if not spec.downstream[claim.task_id]:  # type: ignore[attr-defined]
-            needs = True  # a leaf: the run may be finished (the scheduler's finish_runs)
-        return Finished(recorded=True, released=released, needs_scheduler=needs)
+
+@dataclass(frozen=True)
+class _Prepared:
+    index: int  # position in the caller's batch
+    claim: Claim
+    result: str | None
+    now: datetime
+    spec: DagSpec
+    skip: list[str] | None  # a branch task's direct downstream tasks not followed

@@ -197,6 +197,8 @@ class Claim(Record):
     conf: dict[str, Any]
     version_hash: str
     log_path: str
+    # the results of its upstream tasks (``ctx.upstream``), when the claim asked for them
+    upstream_results: dict[str, str] | None = None
 
 
 @dataclass(frozen=True)

@@ -23,10 +23,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime
 
-from sqlalchemy import Connection, bindparam, func, select, update
+from sqlalchemy import Connection, bindparam, select, update
 
 from orchestrator.spec import DagSpec
-from orchestrator.states import TASK_FINISHED, RunState, TaskState
+from orchestrator.states import TASK_FINISHED, TASK_UNFINISHED, RunState, TaskState
 from orchestrator.store import models as m
 from orchestrator.store.base import StoreBase, lock_runs
 from orchestrator.trigger_rules import Decision, TriggerRule, decide
@@ -42,18 +42,21 @@ def release_after_success(
     conn: Connection,
     spec: DagSpec,
     run_pk: int,
-    task_id: str,
+    task_ids: Iterable[str],
     now: datetime,
 ) -> tuple[int, bool]:
-    """Queue ``task_id``'s downstream tasks that its success made releasable.
+    """Queue the downstream tasks that the successes of ``task_ids`` made releasable.
 
-    Returns (how many were queued, whether the scheduler still has something to
-    decide). The caller holds the run's lock and has just recorded the success.
+    Each downstream task is decided once, however many of its upstream tasks are in
+    the batch. Returns (how many were queued, whether the scheduler still has
+    something to decide). The caller holds the run's lock and has just recorded the
+    successes.
     """
     release: list[str] = []
     needs = False
     small: list[tuple[str, tuple[str, ...]]] = []
-    for d in spec.downstream[task_id]:
+    downstream = sorted({d for t in task_ids for d in spec.downstream[t]})
+    for d in downstream:
         t = spec.tasks[d]
         if t.trigger_rule == TriggerRule.ONE_SUCCESS:
             release.append(d)
@@ -92,15 +95,24 @@ def release_after_success(
     return released, needs
 
 
-# built once: these run once per finished task
-_NOT_SUCCESS_BY_STATE = (
-    select(ti.c.state, func.count())
-    .where(
-        ti.c.run_pk == bindparam("run_pk"),
-        ti.c.state.in_([s.value for s in TaskState if s != TaskState.SUCCESS]),
+# built once: these run for every batch of finished tasks
+
+
+def _upstream_in(states: Iterable[str]) -> object:
+    """Does a task instance of the run, outside ``others``, have one of ``states``?
+    (One index range per state on (run_pk, state), stopping at the first hit.)"""
+    return (
+        select(ti.c.id)
+        .where(
+            ti.c.run_pk == bindparam("run_pk"),
+            ti.c.state.in_(sorted(states)),
+            ti.c.task_id.not_in(bindparam("others", expanding=True)),
+        )
+        .exists()
     )
-    .group_by(ti.c.state)
-)  # an index range per state on (run_pk, state): only non-success entries are read
+
+
+_BY_COMPLEMENT = select(_upstream_in(_NOT_OK), _upstream_in(TASK_UNFINISHED))
 _STATES_OF = select(ti.c.task_id, ti.c.state).where(
     ti.c.run_pk == bindparam("run_pk"), ti.c.task_id.in_(bindparam("task_ids", expanding=True))
 )
@@ -109,14 +121,12 @@ _STATES_OF = select(ti.c.task_id, ti.c.state).where(
 def _all_success_by_complement(conn: Connection, run_pk: int, others: tuple[str, ...]) -> Decision:
     """For a task whose upstream set is the run's tasks minus ``others``: RELEASE if all
     are success, WAIT if none is finished otherwise, else SKIP (meaning: not ours)."""
-    counts = dict(conn.execute(_NOT_SUCCESS_BY_STATE, {"run_pk": run_pk}).all())
-    mine = dict(conn.execute(_STATES_OF, {"run_pk": run_pk, "task_ids": list(others)}).all())
-    for state in mine.values():
-        if state in counts:
-            counts[state] -= 1
-    if any(counts.get(s, 0) for s in _NOT_OK):
+    failed, unfinished = conn.execute(
+        _BY_COMPLEMENT, {"run_pk": run_pk, "others": list(others)}
+    ).one()
+    if failed:
         return Decision.SKIP
-    return Decision.RELEASE if not any(counts.values()) else Decision.WAIT
+    return Decision.WAIT if unfinished else Decision.RELEASE
 
 
 class ReleaseStore(StoreBase):

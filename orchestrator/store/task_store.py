@@ -328,31 +328,33 @@ class TaskStore(StoreBase):
         return dict(rows)
 
     def upstream_results(self, wanted: list[tuple[str, Iterable[str]]]) -> list[dict[str, str]]:
-        """For each (run_id, upstream task ids): what ``ctx.upstream`` can return there.
-
-        Only non-NULL results are fetched (a NULL result reads as None anyway), in one
-        read transaction and one query per run for a whole claimed batch; a large
-        fan-in is read as the run's non-NULL results (usually few) instead of a query
-        naming every upstream task.
-        """
-        asked = [(run_id, set(ids)) for run_id, ids in wanted]
-        per_run: dict[str, set[str]] = {}
-        for run_id, ids in asked:
-            per_run.setdefault(run_id, set()).update(ids)
-        found: dict[str, dict[str, str]] = {}
+        """For each (run_id, upstream task ids): what ``ctx.upstream`` can return there."""
         with self.read() as conn:
-            for run_id, ids in per_run.items():
-                if not ids:
-                    continue
-                params = {"run_id": run_id}
-                if len(ids) <= 64:
-                    rows = conn.execute(_RESULTS_OF, params | {"task_ids": sorted(ids)})
-                else:
-                    rows = conn.execute(_RESULTS_OF_RUN, params)
-                found[run_id] = {r.task_id: r.result for r in rows}
-        return [
-            {t: v for t, v in found.get(run_id, {}).items() if t in ids} for run_id, ids in asked
-        ]
+            return upstream_results_in(conn, wanted)
+
+
+def upstream_results_in(conn, wanted: list[tuple[str, Iterable[str]]]) -> list[dict[str, str]]:
+    """For each (run_id, upstream task ids): what ``ctx.upstream`` can return there.
+
+    Only non-NULL results are fetched (a NULL result reads as None anyway), one query
+    per run for a whole claimed batch; a large fan-in is read as the run's non-NULL
+    results (usually few) instead of a query naming every upstream task.
+    """
+    asked = [(run_id, set(ids)) for run_id, ids in wanted]
+    per_run: dict[str, set[str]] = {}
+    for run_id, ids in asked:
+        per_run.setdefault(run_id, set()).update(ids)
+    found: dict[str, dict[str, str]] = {}
+    for run_id, ids in per_run.items():
+        if not ids:
+            continue
+        params = {"run_id": run_id}
+        if len(ids) <= 64:
+            rows = conn.execute(_RESULTS_OF, params | {"task_ids": sorted(ids)})
+        else:
+            rows = conn.execute(_RESULTS_OF_RUN, params)
+        found[run_id] = {r.task_id: r.result for r in rows}
+    return [{t: v for t, v in found.get(run_id, {}).items() if t in ids} for run_id, ids in asked]
 
 
 _RESULTS_OF_RUN = select(ti.c.task_id, ti.c.result).where(

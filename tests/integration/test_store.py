@@ -212,18 +212,24 @@ def test_concurrent_claims_from_two_stores_never_hand_out_an_attempt_twice(
     barrier = threading.Barrier(6)
 
     def claimer(s: Store, name: str, limit: int) -> None:
+        # in rounds: all six claim at once each round (one fast thread could otherwise
+        # take everything before the others start), until a round claims nothing
         try:
-            barrier.wait()
             while True:
+                barrier.wait()
+                before = len(claimed)
+                barrier.wait()
                 got = s.claim(name, now, LEASE, limit=limit)
-                if not got:
-                    return
                 if len(got) > limit:
                     over_limit.append(len(got))
                 with lock:
                     claimed.extend((c.ti_id, c.try_number, name) for c in got)
+                barrier.wait()
+                if len(claimed) == before:
+                    return
         except BaseException as exc:  # noqa: BLE001
             errors.append(exc)
+            barrier.abort()
 
     threads = [
         threading.Thread(target=claimer, args=(s, f"w{i}", 1 + i * 2))

@@ -98,15 +98,18 @@ def test_outcomes_survive_a_database_outage(
     run = store.trigger_run("quick", clock.now())
     harness.tick()
     worker = Worker(store, clock, settings, worker_id="patient")
-    real_finish = store.finish_success
     outage = {"on": True}
 
-    def finish(*args, **kwargs):
-        if outage["on"]:
-            raise OperationalError("finish", {}, Exception("server closed the connection"))
-        return real_finish(*args, **kwargs)
+    def down(real):
+        def finish(*args, **kwargs):
+            if outage["on"]:
+                raise OperationalError("finish", {}, Exception("server closed the connection"))
+            return real(*args, **kwargs)
 
-    monkeypatch.setattr(store, "finish_success", finish)
+        return finish
+
+    for name in ("finish_success", "finish_successes", "finish_and_claim"):
+        monkeypatch.setattr(store, name, down(getattr(store, name)))
     worker.tick(clock.now())
     deadline = time.monotonic() + 10
     while not worker._outbox and time.monotonic() < deadline:
