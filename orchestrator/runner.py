@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import importlib
 import io
 import json
@@ -26,6 +27,7 @@ from typing import Any
 from orchestrator.loader import DagImportError, display_path, load_file
 
 _PR_SET_PDEATHSIG = 1
+_LOG_FORMAT = logging.Formatter("%(asctime)s %(levelname)s %(message)s")
 
 
 def die_with_parent() -> None:
@@ -164,12 +166,15 @@ def run_try(job: dict[str, Any], cache: dict[str, tuple[int, dict[str, Any]]]) -
 
     os.makedirs(os.path.dirname(job["log_file"]), exist_ok=True)
     logfile = open(job["log_file"], "a", buffering=1, encoding="utf-8")  # noqa: SIM115
-    logger = logging.getLogger(f"task.{job['dag_id']}.{job['task_id']}")
+    # one logger for every try this child runs (a logger per task would make each
+    # setLevel walk all of them), writing to this try's log file only
+    logger = logging.getLogger("orchestrator.task")
     logger.handlers.clear()
     logger.propagate = False
-    logger.setLevel(logging.INFO)
+    if logger.level != logging.INFO:
+        logger.setLevel(logging.INFO)
     handler = logging.StreamHandler(logfile)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+    handler.setFormatter(_LOG_FORMAT)
     logger.addHandler(handler)
     ctx = TaskContext(
         dag_id=job["dag_id"],
@@ -273,6 +278,7 @@ def _failure(logger: logging.Logger, message: str, exit_status: int | None) -> d
     return {"ok": False, "error": message, "exit_status": exit_status}
 
 
+@functools.lru_cache(maxsize=1024)
 def _takes_argument(fn: Any) -> bool:
     import inspect
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tests.helpers import Harness
+
 
 def test_fan_out_fan_in_of_200_tasks_succeeds_with_one_try_each(harness, write_dag):
     write_dag(
@@ -65,3 +67,34 @@ def test_upstream_results_and_shell_task_log(harness, write_dag, settings):
     text = (Path(settings.log_dir) / try_.log_path).read_text()
     assert "hello world; echo INJECTED 2026-01-01" in text
     assert "\nINJECTED" not in text
+
+
+def test_tries_run_by_one_child_each_log_only_to_their_own_file(store, clock, settings, write_dag):
+    write_dag(
+        "chatty.py",
+        """
+        from orchestrator import DAG, task
+
+        with DAG("chatty", schedule=None) as dag:
+            steps = []
+            for i in range(4):
+                def say(ctx, i=i):
+                    ctx.log.info("line from step %s", i)
+                    print(f"printed by step {i}")
+                steps.append(task(task_id=f"step{i}")(say))
+            steps[0] >> steps[1] >> steps[2] >> steps[3]
+        """,
+    )
+    harness = Harness(store, settings, clock, concurrency=1)  # one child runs all four
+    try:
+        harness.parse()
+        run = store.trigger_run("chatty", clock.now())
+        assert harness.run_until_finished(run.run_id).state == "success"
+    finally:
+        harness.close()
+    for i in range(4):
+        [try_] = store.tries(run.run_id, f"step{i}")
+        text = (Path(settings.log_dir) / try_.log_path).read_text()
+        assert f"line from step {i}" in text and f"printed by step {i}" in text
+        others = [j for j in range(4) if j != i]
+        assert not any(f"step {j}" in text for j in others), text
