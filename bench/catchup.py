@@ -7,6 +7,8 @@ the last run's success (its stored ``end_date``), with the engine already runnin
 
 from __future__ import annotations
 
+import os
+import sys
 import textwrap
 import time
 from collections import Counter
@@ -43,6 +45,18 @@ def catchup_dag(start: datetime) -> str:
             task(task_id="only")(noop)
         """
     )
+
+
+def write_run_timeline(folder: str, label: str, rows: list, unpaused: datetime) -> None:
+    """One CSV row per run, oldest first: ms after the unpause it was created, started, ended."""
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, f"{label}.csv")
+    rel = lambda t: "" if t is None else f"{(t - unpaused).total_seconds() * 1000:.1f}"  # noqa: E731
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write("run,created_ms,start_ms,end_ms\n")
+        for i, row in enumerate(rows):
+            fh.write(f"{i},{rel(row.created_at)},{rel(row.start_date)},{rel(row.end_date)}\n")
+    print(f"timeline: {path}", file=sys.stderr)
 
 
 def run_catchup(ctx: Context) -> list[Figure]:
@@ -82,7 +96,9 @@ def run_catchup(ctx: Context) -> list[Figure]:
             ctx.profiles.dump(f"{ctx.backend}-catchup", ctx.args.profile_top)
         with store.read() as conn:
             rows = conn.execute(
-                select(r.c.state, r.c.end_date).where(r.c.dag_id == "bench_catchup")
+                select(r.c.state, r.c.created_at, r.c.start_date, r.c.end_date)
+                .where(r.c.dag_id == "bench_catchup")
+                .order_by(r.c.logical_date)
             ).all()
     finally:
         store.dispose()
@@ -90,6 +106,8 @@ def run_catchup(ctx: Context) -> list[Figure]:
     if len(rows) != count or states["success"] != count:
         raise BenchError(f"{ctx.backend}/catchup: expected {count} successful runs: {states}")
     wall = (max(row.end_date for row in rows) - unpaused).total_seconds()
+    if ctx.args.timeline:
+        write_run_timeline(ctx.args.timeline, f"{ctx.backend}-catchup", rows, unpaused)
     b = ctx.backend
     return [
         figure(b, "catchup", "runs", count, "tasks"),

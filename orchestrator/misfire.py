@@ -105,6 +105,20 @@ def plan(
     return Plan(keep, new_cursor, decisions)
 
 
+def data_intervals(
+    schedule: Schedule, fire_times: list[datetime]
+) -> list[tuple[datetime, tuple[datetime, datetime]]]:
+    """``(t, schedule.data_interval(t))`` for a plan's fire times, which are consecutive.
+
+    Each interval starts at the fire time before it, so only the first one asks the
+    schedule (for cron, one reverse croniter walk instead of one per fire time).
+    """
+    out: list[tuple[datetime, tuple[datetime, datetime]]] = []
+    for i, t in enumerate(fire_times):
+        out.append((t, (fire_times[i - 1], t) if i else schedule.data_interval(t)))
+    return out
+
+
 def missed_summary(
     schedule: Schedule,
     policy: str,

@@ -1,8 +1,10 @@
 """The scheduler: a ``tick(now)`` that moves DAG runs forward, and a thin loop.
 
-Each tick, if this scheduler holds the leader lease, it creates due runs (misfire
-policy applied), starts queued runs within max_active_runs, reaps expired leases,
-releases tasks whose trigger rules are met, and finishes runs.
+Each tick, if this scheduler holds the leader lease, it reaps expired leases,
+releases tasks whose trigger rules are met, finishes runs (starting the queued runs
+they made room for in the same transaction), creates due runs (misfire policy
+applied) and starts queued runs within max_active_runs, queueing their root tasks.
+Workers are woken as soon as a step queued tasks.
 
 >>> scheduler = Scheduler(store, clock, settings)      # doctest: +SKIP
 >>> scheduler.tick(clock.now())                        # doctest: +SKIP
@@ -21,9 +23,10 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from orchestrator.clock import Clock
-from orchestrator.misfire import plan
+from orchestrator.misfire import data_intervals, plan
 from orchestrator.settings import Settings
 from orchestrator.store import Store
+from orchestrator.store.run_progress import Started
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +39,7 @@ class TickResult:
     released: int = 0
     reaped: list = field(default_factory=list)
     runs_finished: list = field(default_factory=list)
+    told: int = 0  # how many of ``released`` the workers were woken for
 
     @property
     def busy(self) -> bool:
@@ -82,29 +86,44 @@ class Scheduler:
             return TickResult(leader=False)
         result = TickResult(leader=True)
         try:
+            # finishing first: a worker woke us because a run may be done, and the runs
+            # it makes room for start in the same transaction
             self._acting(asked)
-            result.runs_created = self.schedule_dags(now)
-            self._acting(asked)
-            result.runs_started = self.store.start_queued_runs(now)
             result.reaped = self.store.reap_expired(now)
             for _ in range(3):  # skips and failures propagate; a few passes settle them
                 self._acting(asked)
                 released = self.store.release_ready(now)
                 result.released += released
-                finished = self.store.finish_runs(now)
-                result.runs_finished += finished
-                if not released and not finished:
-                    break
-                if finished:  # a finished run may free a max_active_runs slot
-                    result.runs_started += self.store.start_queued_runs(now)
+                self._tell_workers(result)
+                # finishing a run starts the queued runs it made room for, in the same
+                # transaction; start_runs below does what that left (a busy DAG row, a
+                # cancel)
+                advanced = self.store.finish_ready_runs(now)
+                result.runs_finished += advanced.finished
+                self._started(result, advanced.started)
+                if not released:  # finishing runs releases nothing new (their
+                    break  # successors' root tasks were queued as they started)
+            self._acting(asked)
+            result.runs_created = self.schedule_dags(now)
+            self._acting(asked)
+            self._started(result, self.store.start_runs(now))
             self.store.finish_backfills(now)
         except _LeaseAtRisk:
             log.warning(
                 "scheduler %s: tick outlasted half its lease; stopping to renew it first", self.id
             )
-        if result.released and self.on_release is not None:
-            self.on_release.set()
         return result
+
+    def _started(self, result: TickResult, started: Started) -> None:
+        result.runs_started += started.run_ids
+        result.released += started.tasks_queued  # the started runs' root tasks
+        self._tell_workers(result)
+
+    def _tell_workers(self, result: TickResult) -> None:
+        """Wake the workers as soon as a step of the tick queued tasks, not at its end."""
+        if result.released > result.told and self.on_release is not None:
+            self.on_release.set()
+        result.told = result.released
 
     def _lease(self, now: datetime) -> float | None:
         """Hold the leader lease; the monotonic time it was last asked for, or None.
@@ -171,7 +190,7 @@ class Scheduler:
                     dag.version_hash,
                     cursor=dag.next_logical_date,
                     new_cursor=decided.new_cursor,
-                    fire_times=[(t, spec.schedule.data_interval(t)) for t in decided.fire_times],
+                    fire_times=data_intervals(spec.schedule, decided.fire_times),
                     decisions=decided.decisions,
                     now=now,
                 )

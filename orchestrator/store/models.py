@@ -135,6 +135,8 @@ dag_runs = Table(
         postgresql_where=text(SCHEDULE_RUN_TYPES),
     ),
     Index(None, "dag_id", "logical_date"),
+    # a DAG's oldest queued runs without reading its history (run_progress.py, 0007)
+    Index(None, "dag_id", "state", "logical_date"),
 )
 
 # a backfill: a date range of one DAG whose runs the scheduler starts in its own order

@@ -4,27 +4,34 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 from sqlalchemy import Connection, and_, func, insert, select, update
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from orchestrator.errors import ConfigError, NotFoundError, StateError
 from orchestrator.spec import DagSpec, validate_conf
 from orchestrator.states import (
-    RUN_ACTIVE,
-    TASK_FINISHED,
-    TASK_UNFINISHED,
     RunState,
     TaskState,
 )
 from orchestrator.store import models as m
-from orchestrator.store.backfill_store import backfill_starts
 from orchestrator.store.base import StoreBase, lock_runs, record_event
 from orchestrator.store.records import RunRecord
+from orchestrator.store.run_progress import (
+    Started,
+    cancel_run_in,
+    dags_to_start,
+    finish_runs_locked,
+    runs_to_finish,
+    start_runs_locked,
+)
 
 log = logging.getLogger(__name__)
+_TI_BATCH = 5000  # task instances per INSERT when creating many runs at once
 
 
 def make_run_id(dag_id: str, run_type: str, logical_date: datetime) -> str:
@@ -32,6 +39,100 @@ def make_run_id(dag_id: str, run_type: str, logical_date: datetime) -> str:
     if logical_date.microsecond:
         stamp += f".{logical_date.microsecond:06d}"
     return f"{dag_id}__{run_type}__{stamp}Z"
+
+
+def insert_runs(
+    conn: Connection,
+    spec: DagSpec,
+    version_hash: str,
+    *,
+    run_type: str,
+    fire_times: list[tuple[datetime, tuple[datetime, datetime]]],
+    conf: dict,
+    now: datetime,
+    backfill_id: int | None = None,
+) -> dict[datetime, int]:
+    """Insert runs (state queued) and their task instances; {logical_date: run pk} of
+    those created.
+
+    A run that exists already is left alone and missing from the answer: scheduled and
+    backfill runs are unique per (dag_id, logical_date) (a partial unique index:
+    invariant 1), every run per run_id, and ``INSERT ... ON CONFLICT DO NOTHING``
+    skips a conflicting row on either index, so a manual run for a fire time never
+    blocks or displaces the scheduled run of that time. One multi-row INSERT each for
+    the runs, their task instances and their ``run_created`` events.
+    """
+    if not fire_times:
+        return {}
+    r = m.dag_runs
+    dialect_insert = pg_insert if conn.dialect.name == "postgresql" else sqlite_insert
+    rows = [
+        {
+            "run_id": make_run_id(spec.dag_id, run_type, logical_date),
+            "dag_id": spec.dag_id,
+            "version_hash": version_hash,
+            "run_type": run_type,
+            "logical_date": logical_date,
+            "data_interval_start": interval[0],
+            "data_interval_end": interval[1],
+            "state": RunState.QUEUED,
+            "conf": json.dumps(conf),
+            "created_at": now,
+            "backfill_id": backfill_id,
+        }
+        for logical_date, interval in fire_times
+    ]
+    stmt = dialect_insert(r).on_conflict_do_nothing().returning(r.c.id, r.c.run_id)
+    created = dict(conn.execute(stmt, rows).all())  # run pk -> run_id
+    by_run_id = {row["run_id"]: row["logical_date"] for row in rows}
+    new = set(created.values())
+    for row in rows:
+        if row["run_id"] not in new:
+            log.info(
+                "run of dag_id=%s at %s exists already",
+                spec.dag_id,
+                row["logical_date"].isoformat(),
+            )
+    if not created:
+        return {}
+    order = sorted(created, key=lambda pk: (by_run_id[created[pk]], pk))
+    per_batch = max(1, _TI_BATCH // max(1, len(spec.tasks)))  # bounded memory for big DAGs
+    for i in range(0, len(order), per_batch):
+        conn.execute(
+            insert(m.task_instances),
+            [
+                {
+                    "run_pk": pk,
+                    "dag_id": spec.dag_id,
+                    "run_id": created[pk],
+                    "task_id": t.task_id,
+                    "state": TaskState.SCHEDULED,
+                    "try_number": 0,
+                    "max_tries": t.max_tries,
+                    "queue": t.queue,
+                    "pool": t.pool,
+                    "pool_slots": t.pool_slots,
+                }
+                for pk in order[i : i + per_batch]
+                for t in spec.tasks.values()
+            ],
+        )
+    conn.execute(
+        insert(m.events),
+        [
+            {
+                "at": now,
+                "kind": "run_created",
+                "message": f"{run_type} run for {by_run_id[created[pk]].isoformat()} created",
+                "dag_id": spec.dag_id,
+                "run_id": created[pk],
+                "task_id": None,
+                "try_number": None,
+            }
+            for pk in order
+        ],
+    )
+    return {by_run_id[created[pk]]: pk for pk in order}
 
 
 def insert_run(
@@ -46,95 +147,28 @@ def insert_run(
     now: datetime,
     backfill_id: int | None = None,
 ) -> int | None:
-    """Insert a run and its task instances; None if the run already exists.
-
-    Scheduled and backfill runs are unique per (dag_id, logical_date) (a partial
-    unique index: invariant 1); manual runs only per run_id, so a manual run for a
-    fire time never blocks or displaces the scheduled run of that time.
-    """
-    run_id = make_run_id(spec.dag_id, run_type, logical_date)
-    try:
-        with conn.begin_nested():
-            run_pk = conn.execute(
-                insert(m.dag_runs)
-                .values(
-                    run_id=run_id,
-                    dag_id=spec.dag_id,
-                    version_hash=version_hash,
-                    run_type=run_type,
-                    logical_date=logical_date,
-                    data_interval_start=interval[0],
-                    data_interval_end=interval[1],
-                    state=RunState.QUEUED,
-                    conf=json.dumps(conf),
-                    created_at=now,
-                    backfill_id=backfill_id,
-                )
-                .returning(m.dag_runs.c.id)
-            ).scalar_one()
-    except IntegrityError:
-        log.info("run of dag_id=%s at %s exists already", spec.dag_id, logical_date.isoformat())
-        return None
-    conn.execute(
-        insert(m.task_instances),
-        [
-            {
-                "run_pk": run_pk,
-                "dag_id": spec.dag_id,
-                "run_id": run_id,
-                "task_id": t.task_id,
-                "state": TaskState.SCHEDULED,
-                "try_number": 0,
-                "max_tries": t.max_tries,
-                "queue": t.queue,
-                "pool": t.pool,
-                "pool_slots": t.pool_slots,
-            }
-            for t in spec.tasks.values()
-        ],
-    )
-    record_event(
+    """Insert one run and its task instances; None if the run already exists
+    (see :func:`insert_runs`)."""
+    created = insert_runs(
         conn,
-        now,
-        "run_created",
-        f"{run_type} run for {logical_date.isoformat()} created",
-        dag_id=spec.dag_id,
-        run_id=run_id,
+        spec,
+        version_hash,
+        run_type=run_type,
+        fire_times=[(logical_date, interval)],
+        conf=conf,
+        now=now,
+        backfill_id=backfill_id,
     )
-    return run_pk
+    return created.get(logical_date)
 
 
-def finish_run_locked(conn: Connection, spec: DagSpec, run: Any, now: datetime) -> str | None:
-    """Finish a running run whose task instances are all finished; its row is locked.
+@dataclass(frozen=True)
+class Advanced:
+    """What :meth:`RunStore.advance_runs_locked` did."""
 
-    A run fails if any of its leaf tasks failed, was upstream_failed or cancelled,
-    else it succeeds. Returns the new state, or None if the run is not finished yet
-    (or not running). ``run`` has ``id``, ``run_id`` and ``dag_id``.
-    """
-    ti = m.task_instances
-    unfinished = conn.execute(
-        select(ti.c.id)
-        .where(ti.c.run_pk == run.id, ti.c.state.not_in(list(TASK_FINISHED)))
-        .limit(1)
-    ).first()
-    if unfinished is not None:
-        return None
-    bad = [TaskState.FAILED, TaskState.UPSTREAM_FAILED, TaskState.CANCELLED]
-    failed = conn.execute(
-        select(ti.c.id)
-        .where(ti.c.run_pk == run.id, ti.c.task_id.in_(spec.leaves), ti.c.state.in_(bad))
-        .limit(1)
-    ).first()
-    state = RunState.FAILED if failed else RunState.SUCCESS
-    done = conn.execute(
-        update(m.dag_runs)
-        .where(m.dag_runs.c.id == run.id, m.dag_runs.c.state == RunState.RUNNING)
-        .values(state=state, end_date=now)
-    ).rowcount
-    if not done:
-        return None
-    record_event(conn, now, f"run_{state}", f"run {state}", dag_id=run.dag_id, run_id=run.run_id)
-    return str(state)
+    finished: list[tuple[str, str]]  # (run_id, state), in run id order
+    started: Started  # runs started in the freed slots, root tasks queued
+    needs_scheduler: bool  # something is left that only the scheduler decides
 
 
 class RunStore(StoreBase):
@@ -153,7 +187,9 @@ class RunStore(StoreBase):
 
         The cursor move is a compare-and-set: if another scheduler moved it first, this
         creates nothing and returns 0. ``decisions`` are (kind, message) events (skipped,
-        coalesced fire times) recorded in the same transaction.
+        coalesced fire times) recorded in the same transaction. The runs are inserted in
+        bulk (:func:`insert_runs`); a fire time that already has a scheduled or backfill
+        run is skipped by the unique index. Returns how many runs were created.
         """
         spec = self.spec(dag_id, version_hash)  # type: ignore[attr-defined]
         d = m.dags
@@ -161,7 +197,6 @@ class RunStore(StoreBase):
             d.c.next_logical_date.is_(None) if cursor is None else d.c.next_logical_date == cursor
         )
         exhausted = new_cursor is None
-        created = 0
         with self.write() as conn:
             moved = conn.execute(
                 update(d)
@@ -174,19 +209,16 @@ class RunStore(StoreBase):
                 record_event(conn, now, kind, message, dag_id=dag_id)
             if exhausted:
                 record_event(conn, now, "schedule_exhausted", "no fire times left", dag_id=dag_id)
-            for logical_date, interval in fire_times:
-                pk = insert_run(
-                    conn,
-                    spec,
-                    version_hash,
-                    run_type="scheduled",
-                    logical_date=logical_date,
-                    interval=interval,
-                    conf={},
-                    now=now,
-                )
-                created += pk is not None
-        return created
+            created = insert_runs(
+                conn,
+                spec,
+                version_hash,
+                run_type="scheduled",
+                fire_times=fire_times,
+                conf={},
+                now=now,
+            )
+        return len(created)
 
     def trigger_run(
         self,
@@ -226,6 +258,14 @@ class RunStore(StoreBase):
     def start_queued_runs(self, now: datetime) -> list[str]:
         """Start queued runs of unpaused DAGs, oldest first, per max_active_runs and overlap.
 
+        Returns the started run_ids; :meth:`start_runs` also says how many root tasks
+        it queued.
+        """
+        return self.start_runs(now).run_ids
+
+    def start_runs(self, now: datetime) -> Started:
+        """Start queued runs of unpaused DAGs and queue their root tasks.
+
         Scheduled and manual runs follow the DAG's ``overlap`` policy: ``allow`` starts
         up to ``max_active_runs`` at once and the rest wait; ``queue``, ``skip`` and
         ``replace`` run one at a time (max_active_runs is 1), a newer run waiting,
@@ -235,54 +275,27 @@ class RunStore(StoreBase):
         Each DAG's slots are counted and taken in one write transaction that first
         locks the DAG's row (``FOR UPDATE`` on PostgreSQL; SQLite's writer lock does
         it there), so two schedulers overlapping never start more runs than allowed.
+        A DAG whose runs cannot start now (every slot taken, by a read of the counts)
+        costs no write transaction; whoever frees a slot starts the next run or wakes
+        the scheduler, and the next tick reads the counts again.
         """
-        r = m.dag_runs
-        started: list[str] = []
+        run_ids: list[str] = []
+        queued = 0
         with self.read() as conn:
-            dag_ids = (
-                conn.execute(
-                    select(r.c.dag_id)
-                    .join(m.dags, m.dags.c.dag_id == r.c.dag_id)
-                    .where(r.c.state == RunState.QUEUED, m.dags.c.is_paused.is_(False))
-                    .distinct()
-                    .order_by(r.c.dag_id)
-                )
-                .scalars()
-                .all()
-            )
+            dag_ids = dags_to_start(conn, self.spec)  # type: ignore[attr-defined]
         for dag_id in dag_ids:
             with self.write() as conn:
-                lock = select(m.dags.c.version_hash, m.dags.c.is_paused).where(
-                    m.dags.c.dag_id == dag_id
+                started = start_runs_locked(
+                    conn,
+                    dag_id,
+                    self.spec,  # type: ignore[attr-defined]
+                    now,
+                    is_postgres=self.is_postgres,
                 )
-                if self.is_postgres:
-                    lock = lock.with_for_update()
-                dag = conn.execute(lock).first()
-                if dag is None or dag.is_paused:
-                    continue
-                spec = self.spec(dag_id, dag.version_hash)  # type: ignore[attr-defined]
-                runs = conn.execute(
-                    select(r.c.id, r.c.run_id, r.c.state, r.c.logical_date, r.c.backfill_id)
-                    .where(r.c.dag_id == dag_id, r.c.state.in_(list(RUN_ACTIVE)))
-                    .order_by(r.c.logical_date, r.c.id)
-                ).all()
-                regular = [x for x in runs if x.backfill_id is None]
-                to_start, to_cancel = _overlap_plan(spec.overlap, spec.max_active_runs, regular)
-                to_start += backfill_starts(conn, [x for x in runs if x.backfill_id is not None])
-                for x in to_cancel:
-                    why = f"overlap={spec.overlap!r}: one active run at a time; " + (
-                        "replaced by a newer run" if spec.overlap == "replace" else "skipped"
-                    )
-                    _cancel(conn, x.id, dag_id, x.run_id, now, why)
-                for x in to_start:
-                    done = conn.execute(
-                        update(r)
-                        .where(r.c.id == x.id, r.c.state == RunState.QUEUED)
-                        .values(state=RunState.RUNNING, start_date=now)
-                    ).rowcount
-                    if done:
-                        started.append(x.run_id)
-        return started
+            if started is not None:
+                run_ids += started.run_ids
+                queued += started.tasks_queued
+        return Started(run_ids, queued)
 
     def cancel_run(self, run_id: str, now: datetime, reason: str = "cancelled by a user") -> bool:
         """Cancel a queued or running run and its unfinished tasks; False if already over.
@@ -293,40 +306,68 @@ class RunStore(StoreBase):
         """
         run = self.get_run(run_id)
         with self.write() as conn:
-            return _cancel(conn, run.id, run.dag_id, run.run_id, now, reason)
+            return cancel_run_in(conn, run.id, run.dag_id, run.run_id, now, reason)
 
     def finish_runs(self, now: datetime, run_pks: list[int] | None = None) -> list[tuple[str, str]]:
-        """Finish running runs whose task instances are all finished.
+        """Finish running runs whose task instances are all finished: (run_id, state)
+        pairs (see :meth:`finish_ready_runs`)."""
+        return self.finish_ready_runs(now, run_pks).finished
+
+    def finish_ready_runs(self, now: datetime, run_pks: list[int] | None = None) -> Advanced:
+        """Finish running runs whose task instances are all finished; start what they
+        made room for.
 
         A run fails if any of its leaf tasks failed or was upstream_failed, else it
-        succeeds. Returns (run_id, state) pairs.
+        succeeds. In the same transaction, the queued
+        runs of the finished runs' DAGs start within their overlap policy (and their
+        root tasks are queued) where that needs no cancellation and the DAG's row is
+        free; ``start_runs`` does the rest.
         """
-        r, ti = m.dag_runs, m.task_instances
-        unfinished = (
-            select(ti.c.id)
-            .where(ti.c.run_pk == r.c.id, ti.c.state.not_in(list(TASK_FINISHED)))
-            .exists()
-        )
-        q = select(r.c.id, r.c.run_id, r.c.dag_id, r.c.version_hash).where(
-            r.c.state == RunState.RUNNING, ~unfinished
-        )
-        if run_pks is not None:
-            q = q.where(r.c.id.in_(run_pks))
-        out = []
         with self.read() as conn:
-            candidates = conn.execute(q).all()
+            candidates = runs_to_finish(conn, run_pks)
         if not candidates:
-            return out
+            return Advanced([], Started([]), False)
         # one transaction for all of them: runs locked in id order, each decided again
         # from the states read under its lock
         with self.write() as conn:
-            lock_runs(conn, [c.id for c in candidates], self.is_postgres)
-            for c in sorted(candidates, key=lambda c: c.id):
-                spec = self.spec(c.dag_id, c.version_hash)  # type: ignore[attr-defined]
-                state = finish_run_locked(conn, spec, c, now)
-                if state:
-                    out.append((c.run_id, state))
-        return out
+            lock_runs(conn, candidates, self.is_postgres)
+            return self.advance_runs_locked(conn, candidates, now)
+
+    def advance_runs_locked(
+        self, conn: Connection, run_pks: Iterable[int], now: datetime
+    ) -> Advanced:
+        """Finish the given runs if complete, and start the queued runs they make room for.
+
+        For a write transaction that holds the rows of ``run_pks`` (``lock_runs``):
+        the scheduler's ``finish_runs``, and a worker's transaction that has just
+        recorded a leaf task's success (``finish.py``), so a catch-up's next run starts
+        and its root tasks are queued without a scheduler round trip. Decisions are the
+        scheduler's own: a run finishes when all its task instances are finished (the
+        trigger rules have nothing left to decide then), and runs start within
+        ``max_active_runs``/``overlap`` under the DAG's row lock. ``needs_scheduler``
+        says something is left that only the scheduler does: a finished backfill run
+        (``finish_backfills``), or starting runs where the DAG row was busy or the
+        policy cancels a run.
+        """
+        done = finish_runs_locked(conn, run_pks, self.spec, now)  # type: ignore[attr-defined]
+        needs = any(x.backfill_id is not None for x, _ in done)
+        run_ids: list[str] = []
+        queued = 0
+        for dag_id in sorted({x.dag_id for x, _ in done}):
+            started = start_runs_locked(
+                conn,
+                dag_id,
+                self.spec,  # type: ignore[attr-defined]
+                now,
+                is_postgres=self.is_postgres,
+                holding_runs=True,
+            )
+            if started is None:
+                needs = True
+            else:
+                run_ids += started.run_ids
+                queued += started.tasks_queued
+        return Advanced([(x.run_id, state) for x, state in done], Started(run_ids, queued), needs)
 
     # -- reads ---------------------------------------------------------------------------
     def get_run(self, run_id: str) -> RunRecord:
@@ -366,47 +407,4 @@ class RunStore(StoreBase):
             ).scalar()
 
 
-def _overlap_plan(policy: str, max_active: int, runs: list) -> tuple[list, list]:
-    """(runs to start, runs to cancel) of one DAG's active runs, oldest first.
-
-    ``max_active`` is always 1 for queue/skip/replace (the DAG refuses more).
-    """
-    running = [x for x in runs if x.state == RunState.RUNNING]
-    queued = [x for x in runs if x.state == RunState.QUEUED]
-    slots = max(max_active - len(running), 0)
-    if policy == "skip":
-        return queued[:slots], queued[slots:]
-    if policy == "replace":
-        keep = runs[-max_active:]  # the newest runs win
-        kept = {x.id for x in keep}
-        return [x for x in keep if x.state == RunState.QUEUED], [
-            x for x in runs if x.id not in kept
-        ]
-    return queued[:slots], []  # "allow" and "queue": the rest wait
-
-
-def _cancel(
-    conn: Connection, run_pk: int, dag_id: str, run_id: str, now: datetime, why: str
-) -> bool:
-    r, ti, tries = m.dag_runs, m.task_instances, m.task_tries
-    done = conn.execute(
-        update(r)
-        .where(r.c.id == run_pk, r.c.state.in_(list(RUN_ACTIVE)))
-        .values(state=RunState.CANCELLED, end_date=now)
-    ).rowcount
-    if not done:
-        return False
-    run_tis = select(ti.c.id).where(ti.c.run_pk == run_pk).scalar_subquery()
-    conn.execute(
-        update(tries)
-        .where(tries.c.ti_id.in_(run_tis), tries.c.state == "running")
-        .values(state="cancelled", end_date=now, error=why)
-    )
-    conn.execute(
-        update(ti)
-        .where(ti.c.run_pk == run_pk, ti.c.state.in_(list(TASK_UNFINISHED)))
-        .values(state=TaskState.CANCELLED, end_date=now, lease_expires_at=None)
-    )
-    record_event(conn, now, "run_cancelled", why, dag_id=dag_id, run_id=run_id)
-    log.info("run cancelled dag_id=%s run_id=%s: %s", dag_id, run_id, why)
-    return True
+_cancel = cancel_run_in  # the name backfill_store imports

@@ -106,3 +106,41 @@ def test_created_runs_equal_the_independent_expectation(
     assert created == want
     assert len(created) == len(set(created))  # no fire time twice
     assert created == sorted(created)
+
+
+@settings(max_examples=150, deadline=None, database=None)
+@given(
+    expr=st.sampled_from(
+        ["@hourly", "30 * * * *", "0 */3 * * *", "30 2 * * *", "*/20 1-3 * * *", "0 0 * * 0"]
+    ),
+    interval_minutes=st.one_of(st.none(), st.sampled_from([7, 60, 1440])),
+    timezone=st.sampled_from(["UTC", "Europe/Berlin", "America/New_York", "Australia/Lord_Howe"]),
+    start_hours=st.integers(0, 24 * 365),
+    policy=st.sampled_from(["backfill", "coalesce", "skip"]),
+    span_hours=st.integers(0, 24 * 40),
+    batch=st.integers(1, 200),
+)
+def test_plan_data_intervals_equal_the_schedules_own(
+    expr, interval_minutes, timezone, start_hours, policy, span_hours, batch
+):
+    """``data_intervals`` derives each interval from the fire time before it: the same
+    as asking the schedule for every one, across DST changes too."""
+    from orchestrator.misfire import data_intervals
+
+    start = START + timedelta(hours=start_hours)
+    raw = timedelta(minutes=interval_minutes) if interval_minutes else expr
+    schedule = parse_schedule(raw, timezone=timezone, start=start)
+    now = start + timedelta(hours=span_hours, minutes=17)
+    p = plan(
+        schedule,
+        policy,
+        None,
+        now,
+        grace=timedelta(hours=6),
+        catchup_window=None,
+        has_history=False,
+        batch=batch,
+    )
+    assert p is not None
+    got = data_intervals(schedule, p.fire_times)
+    assert got == [(t, schedule.data_interval(t)) for t in p.fire_times]
