@@ -149,6 +149,39 @@ class FinishStore(StoreBase):
             done = self._after_successes(conn, runs.get(run_id), group)
             for p, finished in zip(group, done, strict=True):
                 out[p.index] = finished
+        self._advance_runs(conn, runs, by_run, out)
+
+    def _advance_runs(
+        self,
+        conn: Connection,
+        runs: dict[str, object],
+        by_run: dict[str, list[_Prepared]],
+        out: list[Finished | None],
+    ) -> None:
+        """A leaf's success may complete its run: finish it here and start the queued
+        runs it makes room for (root tasks queued), as the scheduler would, so a
+        catch-up goes from run to run without a scheduler round trip per run."""
+        leaf_runs = []
+        for run_id, group in by_run.items():
+            run = runs.get(run_id)
+            if (
+                run is not None
+                and run.state == RunState.RUNNING  # type: ignore[attr-defined]
+                and run.is_paused is False  # type: ignore[attr-defined]
+                and any(not p.spec.downstream[p.claim.task_id] for p in group)
+            ):
+                leaf_runs.append(run.id)  # type: ignore[attr-defined]
+        if not leaf_runs:
+            return
+        last = max((p for group in by_run.values() for p in group), key=lambda p: p.index)
+        advanced = self.advance_runs_locked(conn, leaf_runs, last.now)  # type: ignore[attr-defined]
+        told = out[last.index]
+        assert told is not None
+        out[last.index] = Finished(
+            recorded=True,
+            released=told.released + advanced.started.tasks_queued,
+            needs_scheduler=told.needs_scheduler or advanced.needs_scheduler,
+        )
 
     @staticmethod
     def _write_successes(conn: Connection, prepared: list[_Prepared]) -> set[tuple[int, int]]:
@@ -193,11 +226,9 @@ class FinishStore(StoreBase):
             return [Finished(recorded=True, needs_scheduler=True) for _ in group]
         needs = [False] * len(group)
         for k, p in enumerate(group):
-            if not p.spec.downstream[p.claim.task_id]:
-                needs[k] = True  # a leaf: the run may be finished (the scheduler's finish_runs)
             if p.skip is not None:
                 self._skip_branches(conn, run, p)
-                needs[k] = needs[k] or bool(p.skip)  # skips propagate: the scheduler's job
+                needs[k] = bool(p.skip)  # skips propagate: the scheduler's job
         active = run.state == RunState.RUNNING and run.is_paused is False  # type: ignore[attr-defined]
         if not active:
             return [Finished(recorded=True, needs_scheduler=True) for _ in group]

@@ -55,11 +55,21 @@ def _trigger(store: Store, dag_id: str, n: int, now: datetime) -> list[str]:
     ]
 
 
-def _run_all_tasks(store: Store, now: datetime) -> None:
-    """Run every claimable task to success, as workers would (roots, then c)."""
-    for _ in range(2):
-        for c in store.claim("w", now, LEASE, limit=100):
+def _run_all_tasks(store: Store, now: datetime, *, leave_runs: str | None = None) -> None:
+    """Run every claimable task to success, as workers would (roots, then c).
+
+    The successes of c finish their runs in the same transactions; with
+    ``leave_runs=DAG_ID`` that DAG is paused meanwhile, so its runs stay running with
+    every task finished (a paused DAG's runs are left to the scheduler).
+    """
+    for round_ in range(2):
+        claims = store.claim("w", now, LEASE, limit=100)
+        if leave_runs and round_ == 1:
+            store.set_paused(leave_runs, True, now)
+        for c in claims:
             assert store.finish_success(c, None, now)
+        if leave_runs and round_ == 1:
+            store.set_paused(leave_runs, False, now)
         store.release_ready(now)
 
 
@@ -107,13 +117,43 @@ def test_starting_a_run_queues_its_root_tasks_and_wakes_workers(harness, write_d
     assert _states(store, run_id) == {"a": "queued", "b": "queued", "c": "scheduled"}
 
 
-def test_finishing_runs_starts_the_queued_ones_in_the_same_transaction(harness, write_dag):
+def test_a_leaf_success_finishes_its_run_and_starts_the_next_in_one_transaction(harness, write_dag):
     store, clock = harness.store, harness.clock
     write_dag("d.py", dag_source("d", extra="max_active_runs=2,"))
     harness.parse()
     runs = _trigger(store, "d", 5, clock.now())
     assert store.start_queued_runs(clock.now()) == runs[:2]
-    _run_all_tasks(store, clock.now())
+    _run_all_tasks(store, clock.now())  # the workers' successes of c finish both runs
+    assert [store.get_run(r).state for r in runs] == [
+        "success",
+        "success",
+        "running",
+        "running",
+        "queued",
+    ]
+    assert _states(store, runs[2]) == {"a": "queued", "b": "queued", "c": "scheduled"}
+    assert len(store.events(kind="run_success")) == 2
+    advanced = store.finish_ready_runs(clock.now())  # nothing left for the scheduler
+    assert advanced.finished == [] and advanced.started.run_ids == []
+
+
+def test_the_scheduler_finishes_runs_and_starts_the_queued_ones_in_one_transaction(
+    harness, write_dag
+):
+    store, clock = harness.store, harness.clock
+    write_dag("d.py", dag_source("d", extra="max_active_runs=2,"))
+    harness.parse()
+    runs = _trigger(store, "d", 5, clock.now())
+    assert store.start_queued_runs(clock.now()) == runs[:2]
+    for c in store.claim("w", clock.now(), LEASE, limit=100):  # a and b
+        assert store.finish_success(c, None, clock.now())
+    leaves = store.claim("w", clock.now(), LEASE, limit=100)
+    assert {c.task_id for c in leaves} == {"c"}
+    store.set_paused("d", True, clock.now())  # a paused DAG's runs are left to the scheduler
+    for c in leaves:
+        assert store.finish_success(c, None, clock.now())
+    assert [store.get_run(r).state for r in runs[:2]] == ["running", "running"]
+    store.set_paused("d", False, clock.now())
     clock.advance(seconds=1)
     advanced = store.finish_ready_runs(clock.now())
     assert advanced.finished == [(runs[0], "success"), (runs[1], "success")]
@@ -159,7 +199,7 @@ def test_advancing_inside_a_finishing_transaction(harness, write_dag):
         advanced = store.advance_runs_locked(conn, [first.id], clock.now())
     assert advanced.finished == [] and advanced.started.run_ids == []
     assert not advanced.needs_scheduler
-    _run_all_tasks(store, clock.now())
+    _run_all_tasks(store, clock.now(), leave_runs="d")
     with store.write() as conn:
         lock_runs(conn, [first.id], store.is_postgres)
         advanced = store.advance_runs_locked(conn, [first.id], clock.now())
@@ -179,7 +219,7 @@ def test_advancing_leaves_cancels_to_the_scheduler(harness, write_dag):
     harness.parse()
     [old] = _trigger(store, "d", 1, clock.now())
     store.start_queued_runs(clock.now())
-    _run_all_tasks(store, clock.now())
+    _run_all_tasks(store, clock.now(), leave_runs="d")
     for i in (1, 2):  # two newer runs wait: the newest wins, the other is cancelled
         store.trigger_run("d", clock.now(), logical_date=START + timedelta(hours=i))
     pk = store.get_run(old).id
@@ -205,7 +245,7 @@ def test_a_finished_backfill_run_or_a_paused_dag_is_for_the_scheduler(harness, w
     store.set_paused("d", False, clock.now())
     store.start_queued_runs(clock.now())
     [run] = [r for r in store.list_runs("d") if r.run_type == "backfill"]
-    _run_all_tasks(store, clock.now())
+    _run_all_tasks(store, clock.now(), leave_runs="d")
     store.set_paused("d", True, clock.now())
     with store.write() as conn:
         pks = [run.id, store.get_run(manual).id]
@@ -227,7 +267,7 @@ def test_a_busy_dag_row_is_skipped_not_waited_for(harness, write_dag, settings):
     harness.parse()
     runs = _trigger(store, "d", 2, clock.now())
     store.start_queued_runs(clock.now())
-    _run_all_tasks(store, clock.now())
+    _run_all_tasks(store, clock.now(), leave_runs="d")
     other = Store(settings.database_url)
     try:
         with other.write() as holder:  # e.g. another scheduler's start_runs
@@ -272,7 +312,7 @@ def test_runs_finished_rows_are_the_stored_ones(harness, write_dag):
     harness.parse()
     [run_id] = _trigger(store, "d", 1, clock.now())
     store.start_queued_runs(clock.now())
-    _run_all_tasks(store, clock.now())
+    _run_all_tasks(store, clock.now(), leave_runs="d")
     clock.advance(seconds=3)
     assert store.finish_runs(clock.now()) == [(run_id, "success")]
     with store.read() as conn:

@@ -323,25 +323,36 @@ def test_one_run_per_logical_date_is_enforced_by_the_database(harness, write_dag
     ]
 
 
-def test_two_stores_finishing_runs_concurrently_finish_each_once(harness, write_dag, other_store):
+def test_a_worker_and_schedulers_finishing_a_run_concurrently_finish_it_once(
+    harness, write_dag, other_store
+):
+    # the worker's success of the last task finishes the run in its own transaction;
+    # schedulers' finish_runs race it: whoever comes second must find nothing to do
     store, clock = harness.store, harness.clock
     run_id = _one_task_run(harness, write_dag, retries=0)
     [c] = store.claim("w", clock.now(), LEASE, limit=1)
-    assert store.finish_success(c, None, clock.now())
     results: list = []
     barrier = threading.Barrier(4)
 
-    def finish(s: Store) -> None:
+    def finish_task() -> None:
+        barrier.wait()
+        assert store.finish_success(c, None, clock.now())
+
+    def finish_runs(s: Store) -> None:
         barrier.wait()
         results.append(s.finish_runs(clock.now()))
 
-    threads = [threading.Thread(target=finish, args=(s,)) for s in (store, other_store) * 2]
+    threads = [threading.Thread(target=finish_task)] + [
+        threading.Thread(target=finish_runs, args=(s,)) for s in (other_store, store, other_store)
+    ]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    assert sorted(r for batch in results for r in batch) == [(run_id, "success")]
+    assert sorted(r for batch in results for r in batch) in ([], [(run_id, "success")])
+    assert store.get_run(run_id).state == "success"
     assert len(_events(store, "run_success")) == 1
+    assert store.finish_runs(clock.now()) == []
 
 
 def test_cleared_task_reruns_with_a_new_try_and_reopens_its_run(harness, write_dag):
@@ -360,6 +371,8 @@ def test_cleared_task_reruns_with_a_new_try_and_reopens_its_run(harness, write_d
     harness.tick()
     [again] = store.claim("w", clock.now(), LEASE, limit=1)
     assert again.try_number == 2
-    assert store.finish_success(again, "2", clock.now())
-    assert store.finish_runs(clock.now()) == [(run_id, "success")]
+    assert store.finish_success(again, "2", clock.now())  # the last task: the run is done
+    assert store.get_run(run_id).state == "success"
+    assert store.finish_runs(clock.now()) == []
+    assert len(store.events(kind="run_success", limit=10)) == 2
     assert [t.try_number for t in store.tries(run_id, "only")] == [1, 2]
