@@ -34,6 +34,9 @@ from orchestrator.store.records import Claim
 from orchestrator.store.task_store import idempotency_key
 
 log = logging.getLogger(__name__)
+# a round waits up to GATHER_SECONDS for tries started in the last GATHER_RECENT seconds
+GATHER_SECONDS = 0.002
+GATHER_RECENT = 0.05
 
 
 def mp_context() -> Any:
@@ -50,6 +53,7 @@ class _Slot:
     deadline: float | None = None  # monotonic
     timeout: float | None = None  # seconds, for the message
     confirmed: float = 0.0  # monotonic time the lease was last confirmed (claim, heartbeat)
+    started: float = 0.0  # monotonic time the current try was handed to the child
 
     def kill(self) -> None:
         pid = self.process.pid
@@ -96,6 +100,7 @@ class Worker:
         self._claim_hint = True  # run_forever: a claim may find something
         self._last_claim = 0.0  # monotonic
         self.released = 0  # downstream tasks this worker queued itself when finishing
+        self.ready = threading.Event()  # run_forever: children started, worker registered
 
     # -- children --------------------------------------------------------------------------
     def _spawn(self) -> _Slot:
@@ -115,6 +120,19 @@ class Worker:
             slot.conn.close()
         return self._spawn()
 
+    def _register(self, now: datetime) -> None:
+        if not self._registered:
+            self.store.register_worker(
+                self.id, socket.gethostname(), os.getpid(), list(self.queues), now
+            )
+            self._registered = True
+
+    def warm_up(self) -> None:
+        """Start the task children now, so the first tries do not wait for them
+        (``run_forever`` calls this before it registers and claims)."""
+        while len(self._idle) + len(self._busy) < self.concurrency:
+            self._idle.append(self._spawn())
+
     @property
     def running(self) -> int:
         return len(self._busy)
@@ -133,11 +151,7 @@ class Worker:
         Returns how many tries finished or started in this tick. ``claim=False`` skips
         the claim transaction (``run_forever`` when it knows nothing new is claimable).
         """
-        if not self._registered:
-            self.store.register_worker(
-                self.id, socket.gethostname(), os.getpid(), list(self.queues), now
-            )
-            self._registered = True
+        self._register(now)
         activity = self._collect(now, wait_seconds, extra)
         self._enforce_timeouts(now)
         if time.monotonic() - self._last_heartbeat >= self.settings.heartbeat_seconds:
@@ -238,7 +252,7 @@ class Worker:
         }
         slot = self._free_slot()
         slot.claim = claim
-        slot.confirmed = time.monotonic()
+        slot.confirmed = slot.started = time.monotonic()
         timeout = task.timeout.total_seconds() if task.timeout else None
         slot.deadline = time.monotonic() + timeout if timeout else None
         slot.timeout = timeout
@@ -248,7 +262,7 @@ class Worker:
             slot.kill()
             slot = self._spawn()
             slot.claim = claim
-            slot.confirmed = time.monotonic()
+            slot.confirmed = slot.started = time.monotonic()
             slot.deadline = time.monotonic() + timeout if timeout else None
             slot.timeout = timeout
             slot.conn.send(job)
@@ -270,6 +284,8 @@ class Worker:
         )
         if not ready:
             return 0
+        if wait_seconds:
+            ready += self._gather(ready)
         done = 0
         now = self.clock.now() if wait_seconds else now
         for slot in list(self._busy):
@@ -304,6 +320,30 @@ class Worker:
             done += 1
         self._flush()
         return done
+
+    def _gather(self, ready: list[Any]) -> list[Any]:
+        """Once one child has finished, give the others started with it a moment
+        (``GATHER_SECONDS``) to finish too, so a burst of short tries is recorded in one
+        round (one transaction) instead of in a round each. Only tries started in the
+        last ``GATHER_RECENT`` seconds are waited for: a long task never delays a round,
+        and a lone try (a chain) is not waited for at all."""
+        mono = time.monotonic()
+        waiting = [
+            s.conn
+            for s in self._busy
+            if s.conn not in ready
+            and s.process.sentinel not in ready
+            and mono - s.started < GATHER_RECENT
+        ]
+        gathered: list[Any] = []
+        end = mono + GATHER_SECONDS
+        while waiting:
+            got = wait(waiting, max(0.0, end - time.monotonic()))
+            if not got:
+                break
+            gathered += got
+            waiting = [c for c in waiting if c not in got]
+        return gathered
 
     def _flush(self) -> int:
         """Record finished tries, oldest first. If the database is unreachable, keep them
@@ -400,6 +440,12 @@ class Worker:
             self.concurrency,
         )
         poll = self.settings.worker_poll_seconds
+        try:
+            self.warm_up()
+            self._register(self.clock.now())
+        except Exception:  # noqa: BLE001 - the loop retries registering
+            log.exception("worker start-up failed; retrying in the loop")
+        self.ready.set()
         while not stop.is_set():
             try:
                 if self.wake.is_set() or _pending(self.wake):  # released: claim at once
