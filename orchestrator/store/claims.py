@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, delete, func, insert, select, update
+from sqlalchemy import Connection, bindparam, delete, func, insert, select, update
 
 from orchestrator.errors import ConfigError, NotFoundError
 from orchestrator.states import TASK_CLAIMABLE, TaskState
@@ -75,8 +75,10 @@ class ClaimStore(StoreBase):
         queues: list[str],
         results: bool,
     ) -> list[Claim]:
-        pick = self._claimable(now, queues).where(ti.c.pool.is_(None)).limit(limit)
-        claimed = self._take(conn, pick, owner, now, expires)
+        claimed = conn.execute(
+            _TAKE_LOCKING if self.is_postgres else _TAKE,
+            {"ready_by": now, "queues": queues, "limit": limit} | _taking(owner, now, expires),
+        ).all()
         if len(claimed) < limit:
             claimed += self._take_pooled(conn, owner, now, expires, limit - len(claimed), queues)
         if not claimed:
@@ -107,19 +109,7 @@ class ClaimStore(StoreBase):
     ) -> list:
         if self.is_postgres:
             pick = pick.with_for_update(skip_locked=True)
-        return conn.execute(
-            update(ti)
-            .where(ti.c.id.in_(pick.scalar_subquery()), ti.c.state.in_(CLAIMABLE))
-            .values(
-                state=TaskState.RUNNING,
-                owner=owner,
-                try_number=ti.c.try_number + 1,
-                lease_expires_at=expires,
-                start_date=now,
-                end_date=None,
-            )
-            .returning(ti.c.id, ti.c.run_pk, ti.c.try_number, ti.c.max_tries, ti.c.task_id)
-        ).all()
+        return conn.execute(_take(pick), _taking(owner, now, expires)).all()
 
     def _take_pooled(
         self,
@@ -130,21 +120,7 @@ class ClaimStore(StoreBase):
         limit: int,
         queues: list[str],
     ) -> list:
-        waiting = (
-            conn.execute(
-                select(ti.c.pool)
-                .where(
-                    ti.c.state.in_(CLAIMABLE),
-                    ti.c.ready_at <= now,
-                    ti.c.queue.in_(queues),
-                    ti.c.pool.is_not(None),
-                )
-                .distinct()
-                .order_by(ti.c.pool)
-            )
-            .scalars()
-            .all()
-        )
+        waiting = conn.execute(_WAITING_POOLS, {"now": now, "queues": queues}).scalars().all()
         taken: list = []
         for name in waiting:
             if len(taken) >= limit:
@@ -184,9 +160,7 @@ class ClaimStore(StoreBase):
     ) -> list[Claim]:
         runs = {
             row.id: row
-            for row in conn.execute(
-                select(m.dag_runs).where(m.dag_runs.c.id.in_({c.run_pk for c in claimed}))
-            )
+            for row in conn.execute(_RUNS_BY_PK, {"pks": sorted({c.run_pk for c in claimed})})
         }
         out = []
         for c in sorted(claimed, key=lambda c: c.id):
@@ -288,3 +262,53 @@ class ClaimStore(StoreBase):
             )
             for r in rows
         ]
+
+
+# built once: a claim runs in every worker round (building and keying a statement costs
+# more Python than SQLite takes to run it)
+def _take(pick: Any) -> Any:
+    """Take the task instances ``pick`` selects: running, under this owner's lease."""
+    return (
+        update(ti)
+        .where(ti.c.id.in_(pick.scalar_subquery()), ti.c.state.in_(CLAIMABLE))
+        .values(
+            state=TaskState.RUNNING,
+            owner=bindparam("b_owner"),
+            try_number=ti.c.try_number + 1,
+            lease_expires_at=bindparam("b_expires"),
+            start_date=bindparam("b_now"),
+            end_date=None,
+        )
+        .returning(ti.c.id, ti.c.run_pk, ti.c.try_number, ti.c.max_tries, ti.c.task_id)
+    )
+
+
+def _taking(owner: str, now: datetime, expires: datetime) -> dict[str, Any]:
+    return {"b_owner": owner, "b_now": now, "b_expires": expires}
+
+
+_UNPOOLED = (
+    select(ti.c.id)
+    .where(
+        ti.c.state.in_(CLAIMABLE),
+        ti.c.ready_at <= bindparam("ready_by"),
+        ti.c.queue.in_(bindparam("queues", expanding=True)),
+        ti.c.pool.is_(None),
+    )
+    .order_by(ti.c.ready_at, ti.c.id)
+    .limit(bindparam("limit"))
+)
+_TAKE = _take(_UNPOOLED)
+_TAKE_LOCKING = _take(_UNPOOLED.with_for_update(skip_locked=True))  # PostgreSQL
+_WAITING_POOLS = (
+    select(ti.c.pool)
+    .where(
+        ti.c.state.in_(CLAIMABLE),
+        ti.c.ready_at <= bindparam("now"),
+        ti.c.queue.in_(bindparam("queues", expanding=True)),
+        ti.c.pool.is_not(None),
+    )
+    .distinct()
+    .order_by(ti.c.pool)
+)
+_RUNS_BY_PK = select(m.dag_runs).where(m.dag_runs.c.id.in_(bindparam("pks", expanding=True)))

@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import Connection, select, tuple_, update
+from sqlalchemy import Connection, bindparam, select, tuple_, update
 
 from orchestrator.spec import DagSpec
 from orchestrator.states import RunState, TaskState
@@ -195,26 +195,11 @@ class FinishStore(StoreBase):
         held: set[tuple[int, int]] = set()
         for (result, now), claims in groups.items():
             keys = sorted((c.ti_id, c.try_number, c.owner) for c in claims)
-            written = conn.execute(
-                update(ti)
-                .where(
-                    tuple_(ti.c.id, ti.c.try_number, ti.c.owner).in_(keys),
-                    ti.c.state == TaskState.RUNNING,
-                )
-                .values(state=TaskState.SUCCESS, end_date=now, result=result, error=None)
-                .returning(ti.c.id, ti.c.try_number)
-            ).all()
+            written = conn.execute(_SUCCESS, {"keys": keys, "end": now, "b_result": result}).all()
             if not written:
                 continue
             pairs = sorted((row.id, row.try_number) for row in written)
-            conn.execute(
-                update(tries)
-                .where(
-                    tuple_(tries.c.ti_id, tries.c.try_number).in_(pairs),
-                    tries.c.state == "running",
-                )
-                .values(state="success", end_date=now, exit_status=0, error=None)
-            )
+            conn.execute(_CLOSE_TRIES, {"pairs": pairs, "end": now})
             held.update(pairs)
         return held
 
@@ -275,19 +260,14 @@ class FinishStore(StoreBase):
         )
 
     def _lock_runs_of(self, conn: Connection, run_ids: set[str]) -> dict[str, object]:
-        """Lock the runs (id order) and read what the fast path needs about them."""
-        r, d = m.dag_runs, m.dags
-        q = (
-            select(r.c.id, r.c.run_id, r.c.dag_id, r.c.state, d.c.is_paused)
-            .join(d, d.c.dag_id == r.c.dag_id, isouter=True)
-            .where(r.c.run_id.in_(sorted(run_ids)))
-            .order_by(r.c.id)
-        )
-        if self.is_postgres:
-            # rows come back locked, in id order, and as they are under the lock (on
-            # SQLite the write transaction's lock already serialises writers)
-            q = q.with_for_update(of=r)
-        return {row.run_id: row for row in conn.execute(q)}
+        """Lock the runs (id order) and read what the fast path needs about them.
+
+        On PostgreSQL the rows come back locked, in id order, and as they are under
+        the lock (on SQLite the write transaction's lock already serialises writers).
+        """
+        q = _LOCK_RUNS if self.is_postgres else _READ_RUNS
+        rows = conn.execute(q, {"run_ids": sorted(run_ids)})
+        return {row.run_id: row for row in rows}
 
 
 @dataclass(frozen=True)
@@ -298,3 +278,34 @@ class _Prepared:
     now: datetime
     spec: DagSpec
     skip: list[str] | None  # a branch task's direct downstream tasks not followed
+
+
+# built once: these run in every worker round (building and keying a statement costs
+# more Python than SQLite takes to run it)
+_READ_RUNS = (
+    select(m.dag_runs.c.id, m.dag_runs.c.run_id, m.dag_runs.c.dag_id, m.dag_runs.c.state,
+           m.dags.c.is_paused)
+    .join(m.dags, m.dags.c.dag_id == m.dag_runs.c.dag_id, isouter=True)
+    .where(m.dag_runs.c.run_id.in_(bindparam("run_ids", expanding=True)))
+    .order_by(m.dag_runs.c.id)
+)  # fmt: skip
+_LOCK_RUNS = _READ_RUNS.with_for_update(of=m.dag_runs)
+_SUCCESS = (
+    update(ti)
+    .where(
+        tuple_(ti.c.id, ti.c.try_number, ti.c.owner).in_(bindparam("keys", expanding=True)),
+        ti.c.state == TaskState.RUNNING,
+    )
+    .values(
+        state=TaskState.SUCCESS, end_date=bindparam("end"), result=bindparam("b_result"), error=None
+    )
+    .returning(ti.c.id, ti.c.try_number)
+)
+_CLOSE_TRIES = (
+    update(tries)
+    .where(
+        tuple_(tries.c.ti_id, tries.c.try_number).in_(bindparam("pairs", expanding=True)),
+        tries.c.state == "running",
+    )
+    .values(state="success", end_date=bindparam("end"), exit_status=0, error=None)
+)

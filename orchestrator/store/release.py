@@ -84,13 +84,7 @@ def release_after_success(
     if not release:
         return 0, needs
     released = conn.execute(
-        update(ti)
-        .where(
-            ti.c.run_pk == run_pk,
-            ti.c.task_id.in_(sorted(release)),
-            ti.c.state == TaskState.SCHEDULED,
-        )
-        .values(state=TaskState.QUEUED, ready_at=now)
+        _QUEUE, {"b_run_pk": run_pk, "b_task_ids": sorted(release), "b_now": now}
     ).rowcount
     return released, needs
 
@@ -112,6 +106,15 @@ def _upstream_in(states: Iterable[str]) -> object:
     )
 
 
+_QUEUE = (
+    update(ti)
+    .where(
+        ti.c.run_pk == bindparam("b_run_pk"),
+        ti.c.task_id.in_(bindparam("b_task_ids", expanding=True)),
+        ti.c.state == TaskState.SCHEDULED,
+    )
+    .values(state=TaskState.QUEUED, ready_at=bindparam("b_now"))
+)
 _BY_COMPLEMENT = select(_upstream_in(_NOT_OK), _upstream_in(TASK_UNFINISHED))
 _STATES_OF = select(ti.c.task_id, ti.c.state).where(
     ti.c.run_pk == bindparam("run_pk"), ti.c.task_id.in_(bindparam("task_ids", expanding=True))
