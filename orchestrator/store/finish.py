@@ -23,7 +23,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import Connection, bindparam, select, tuple_, update
 
 from orchestrator.spec import DagSpec
-from orchestrator.states import RunState, TaskState
+from orchestrator.states import TASK_UNFINISHED, RunState, TaskState
 from orchestrator.store import models as m
 from orchestrator.store.base import StoreBase, record_event
 from orchestrator.store.records import Claim
@@ -171,6 +171,9 @@ class FinishStore(StoreBase):
                 and any(not p.spec.downstream[p.claim.task_id] for p in group)
             ):
                 leaf_runs.append(run.id)  # type: ignore[attr-defined]
+        if leaf_runs:  # only runs with nothing left open (one index probe each: a run of
+            # many leaves must not read its open tasks at every leaf's success)
+            leaf_runs = conn.execute(_DONE_RUNS, {"pks": leaf_runs}).scalars().all()
         if not leaf_runs:
             return
         last = max((p for group in by_run.values() for p in group), key=lambda p: p.index)
@@ -308,4 +311,10 @@ _CLOSE_TRIES = (
         tries.c.state == "running",
     )
     .values(state="success", end_date=bindparam("end"), exit_status=0, error=None)
+)
+_DONE_RUNS = select(m.dag_runs.c.id).where(
+    m.dag_runs.c.id.in_(bindparam("pks", expanding=True)),
+    ~select(ti.c.id)
+    .where(ti.c.run_pk == m.dag_runs.c.id, ti.c.state.in_(sorted(TASK_UNFINISHED)))
+    .exists(),
 )
