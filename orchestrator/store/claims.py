@@ -63,7 +63,8 @@ class ClaimStore(StoreBase):
         if limit <= 0:
             return []
         with self.write() as conn:
-            return self._claim_in(conn, owner, now, now + lease, limit, list(queues), results)
+            known = {} if results else None
+            return self._claim_in(conn, owner, now, now + lease, limit, list(queues), known)
 
     def _claim_in(
         self,
@@ -73,8 +74,11 @@ class ClaimStore(StoreBase):
         expires: datetime,
         limit: int,
         queues: list[str],
-        results: bool,
+        known: dict[tuple[str, str], str | None] | None,
     ) -> list[Claim]:
+        """The claim, in the caller's transaction. ``known`` (results by (run_id,
+        task_id) recorded earlier in this transaction), if not None, asks for each
+        claim's upstream results; those in ``known`` are not read back."""
         claimed = conn.execute(
             _TAKE_LOCKING if self.is_postgres else _TAKE,
             {"ready_by": now, "queues": queues, "limit": limit} | _taking(owner, now, expires),
@@ -84,18 +88,32 @@ class ClaimStore(StoreBase):
         if not claimed:
             return []
         out = self._record_claims(conn, claimed, owner, now, expires)
-        return self._with_results(conn, out) if results else out
+        return self._with_results(conn, out, known) if known is not None else out
 
-    def _with_results(self, conn: Connection, claims: list[Claim]) -> list[Claim]:
-        wanted = []
+    def _with_results(
+        self, conn: Connection, claims: list[Claim], known: dict[tuple[str, str], str | None]
+    ) -> list[Claim]:
+        ups: list[tuple[str, ...]] = []
         for c in claims:
             try:
-                upstream = self.spec(c.dag_id, c.version_hash).tasks[c.task_id].upstream  # type: ignore[attr-defined]
+                ups.append(self.spec(c.dag_id, c.version_hash).tasks[c.task_id].upstream)  # type: ignore[attr-defined]
             except Exception:  # noqa: BLE001 - the worker fails the try when it dispatches
-                upstream = ()
-            wanted.append((c.run_id, upstream))
-        found = upstream_results_in(conn, wanted)
-        return [replace(c, upstream_results=r) for c, r in zip(claims, found, strict=True)]
+                ups.append(())
+        # results recorded earlier in this transaction are not read back
+        local = [all((c.run_id, u) in known for u in up) for c, up in zip(claims, ups, strict=True)]
+        found = upstream_results_in(
+            conn,
+            [
+                (c.run_id, () if mine else up)
+                for c, up, mine in zip(claims, ups, local, strict=True)
+            ],
+        )
+        out = []
+        for c, up, mine, read in zip(claims, ups, local, found, strict=True):
+            if mine:  # only non-NULL results, as read from the store
+                read = {u: v for u in up if (v := known[(c.run_id, u)]) is not None}
+            out.append(replace(c, upstream_results=read))
+        return out
 
     def _claimable(self, now: datetime, queues: list[str]) -> Any:
         return (

@@ -99,10 +99,10 @@ class FinishStore(StoreBase):
         """
         out, prepared = self._prepare(items)
         with self.write() as conn:
-            if prepared:
-                self._record(conn, prepared, out)
+            # the results just recorded need not be read back for the tasks they released
+            known = self._record(conn, prepared, out) if prepared else {}
             claims = (
-                self._claim_in(conn, owner, now, now + lease, limit, list(queues), True)  # type: ignore[attr-defined]
+                self._claim_in(conn, owner, now, now + lease, limit, list(queues), known)  # type: ignore[attr-defined]
                 if limit > 0
                 else []
             )
@@ -132,7 +132,9 @@ class FinishStore(StoreBase):
 
     def _record(
         self, conn: Connection, prepared: list[_Prepared], out: list[Finished | None]
-    ) -> None:
+    ) -> dict[tuple[str, str], str | None]:
+        """Record the held successes (see ``finish_successes``); their results by
+        (run_id, task_id)."""
         runs = self._lock_runs_of(conn, {p.claim.run_id for p in prepared})
         held = self._write_successes(conn, prepared)
         recorded = []
@@ -150,6 +152,7 @@ class FinishStore(StoreBase):
             for p, finished in zip(group, done, strict=True):
                 out[p.index] = finished
         self._advance_runs(conn, runs, by_run, out)
+        return {(p.claim.run_id, p.claim.task_id): p.result for p in recorded}
 
     def _advance_runs(
         self,

@@ -161,3 +161,36 @@ def test_a_stale_success_is_not_recorded_by_finish_and_claim_either(harness, wri
     assert claims == []  # the retry is not due yet; m000 was never released
     assert _state(store, run_id, "start") == "up_for_retry"
     assert _state(store, run_id, "m000") == "scheduled"
+
+
+def test_a_claim_gets_results_recorded_now_and_before(harness, write_dag):
+    store, clock = harness.store, harness.clock
+    write_dag(
+        "join.py",
+        """
+        from orchestrator import DAG, task
+
+        with DAG("join", schedule=None) as dag:
+            a = task(task_id="a")(lambda: None)
+            b = task(task_id="b")(lambda: None)
+            n = task(task_id="n")(lambda: None)
+            c = task(task_id="c")(lambda: None)
+            [a, b, n] >> c
+        """,
+    )
+    harness.parse()
+    run = store.trigger_run("join", clock.now())
+    harness.tick()
+    roots = {c.task_id: c for c in store.claim("w", clock.now(), LEASE, limit=3)}
+    assert store.finish_success(roots["a"], '"A"', clock.now())  # an earlier round
+    done, claims = store.finish_and_claim(
+        [(roots["b"], '"B"', clock.now()), (roots["n"], None, clock.now())],
+        "w",
+        clock.now(),
+        LEASE,
+        limit=4,
+    )
+    assert all(f.recorded for f in done)
+    [c] = claims
+    assert (c.run_id, c.task_id) == (run.run_id, "c")
+    assert c.upstream_results == {"a": '"A"', "b": '"B"'}  # a NULL result is left out
