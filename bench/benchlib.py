@@ -424,14 +424,23 @@ def run_dag(ctx: Context, store: Store, settings: Settings, dag_id: str, label: 
 
 def write_timeline(folder: str, label: str, store: Store, run: Any, triggered: Any) -> None:
     """One CSV row per task instance: ms after the trigger of its start and end."""
+    tis = sorted(store.task_instances(run.run_id), key=lambda t: t.start_date)
+    rows = [(t.task_id, t.ready_at, t.start_date, t.end_date) for t in tis]
+    rows.append(("#run", None, run.start_date, run.end_date))
+    write_csv_timeline(folder, label, "task_id,ready_ms,start_ms,end_ms", rows, triggered)
+
+
+def write_csv_timeline(
+    folder: str, label: str, header: str, rows: list[tuple], origin: Any
+) -> None:
+    """``DIR/label.csv``: each row's name, then its times as ms after ``origin``."""
     os.makedirs(folder, exist_ok=True)
     path = os.path.join(folder, f"{label}.csv")
-    rel = lambda t: "" if t is None else f"{(t - triggered).total_seconds() * 1000:.2f}"  # noqa: E731
+    rel = lambda t: "" if t is None else f"{(t - origin).total_seconds() * 1000:.2f}"  # noqa: E731
     with open(path, "w", encoding="utf-8") as fh:
-        fh.write("task_id,ready_ms,start_ms,end_ms\n")
-        for t in sorted(store.task_instances(run.run_id), key=lambda t: t.start_date):
-            fh.write(f"{t.task_id},{rel(t.ready_at)},{rel(t.start_date)},{rel(t.end_date)}\n")
-        fh.write(f"#run,,{rel(run.start_date)},{rel(run.end_date)}\n")
+        fh.write(header + "\n")
+        for name, *times in rows:
+            fh.write(",".join([str(name), *map(rel, times)]) + "\n")
     print(f"timeline: {path}", file=sys.stderr)
 
 

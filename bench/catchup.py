@@ -7,14 +7,20 @@ the last run's success (its stored ``end_date``), with the engine already runnin
 
 from __future__ import annotations
 
-import os
-import sys
 import textwrap
 import time
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 
-from benchlib import BenchError, Context, Figure, figure, setup, start_engine
+from benchlib import (
+    BenchError,
+    Context,
+    Figure,
+    figure,
+    setup,
+    start_engine,
+    write_csv_timeline,
+)
 from sqlalchemy import func, select
 
 from orchestrator.clock import SystemClock
@@ -45,18 +51,6 @@ def catchup_dag(start: datetime) -> str:
             task(task_id="only")(noop)
         """
     )
-
-
-def write_run_timeline(folder: str, label: str, rows: list, unpaused: datetime) -> None:
-    """One CSV row per run, oldest first: ms after the unpause it was created, started, ended."""
-    os.makedirs(folder, exist_ok=True)
-    path = os.path.join(folder, f"{label}.csv")
-    rel = lambda t: "" if t is None else f"{(t - unpaused).total_seconds() * 1000:.1f}"  # noqa: E731
-    with open(path, "w", encoding="utf-8") as fh:
-        fh.write("run,created_ms,start_ms,end_ms\n")
-        for i, row in enumerate(rows):
-            fh.write(f"{i},{rel(row.created_at)},{rel(row.start_date)},{rel(row.end_date)}\n")
-    print(f"timeline: {path}", file=sys.stderr)
 
 
 def run_catchup(ctx: Context) -> list[Figure]:
@@ -107,7 +101,13 @@ def run_catchup(ctx: Context) -> list[Figure]:
         raise BenchError(f"{ctx.backend}/catchup: expected {count} successful runs: {states}")
     wall = (max(row.end_date for row in rows) - unpaused).total_seconds()
     if ctx.args.timeline:
-        write_run_timeline(ctx.args.timeline, f"{ctx.backend}-catchup", rows, unpaused)
+        write_csv_timeline(
+            ctx.args.timeline,
+            f"{ctx.backend}-catchup",
+            "run,created_ms,start_ms,end_ms",  # oldest first
+            [(i, x.created_at, x.start_date, x.end_date) for i, x in enumerate(rows)],
+            unpaused,
+        )
     b = ctx.backend
     return [
         figure(b, "catchup", "runs", count, "tasks"),

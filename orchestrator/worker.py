@@ -358,8 +358,7 @@ class Worker:
         """
         recorded = 0
         wake_scheduler = False
-        claimed: list[Claim] | None = None
-        claimed_at = self.clock.now()
+        claimed: tuple[list[Claim], datetime] | None = None  # and when they were claimed
         while self._outbox:
             claim, ok, payload, exit_status, try_state, at = self._outbox[0]
             try:
@@ -371,13 +370,14 @@ class Worker:
                         batch.append((item[0], item[2], item[5]))
                     free = self._free_slots()
                     if len(batch) == len(self._outbox) and free > 0:
-                        claimed_at = max(claimed_at, self.clock.now())
-                        done, claimed = self.store.finish_and_claim(
+                        claimed_at = self.clock.now()
+                        done, claims = self.store.finish_and_claim(
                             batch, self.id, claimed_at, self.lease, limit=free, queues=self.queues
                         )
+                        claimed = (claims, claimed_at)
                         self._last_claim = time.monotonic()
                         # a full batch may leave more behind; a short one: nothing else
-                        self._claim_hint = len(claimed) == free
+                        self._claim_hint = len(claims) == free
                     else:
                         done = self.store.finish_successes(batch)
                     wake_scheduler = wake_scheduler or any(
@@ -404,8 +404,9 @@ class Worker:
                 self._claim_hint = True
             if wake_scheduler and self.on_finish is not None:
                 self.on_finish.set()
-        for c in claimed or ():
-            self._dispatch(c, claimed_at)
+        if claimed is not None:
+            for c in claimed[0]:
+                self._dispatch(c, claimed[1])
         return recorded
 
     def _free_slots(self) -> int:

@@ -115,13 +115,6 @@ class ClaimStore(StoreBase):
             out.append(replace(c, upstream_results=read))
         return out
 
-    def _claimable(self, now: datetime, queues: list[str]) -> Any:
-        return (
-            select(ti.c.id)
-            .where(ti.c.state.in_(CLAIMABLE), ti.c.ready_at <= now, ti.c.queue.in_(queues))
-            .order_by(ti.c.ready_at, ti.c.id)
-        )
-
     def _take(
         self, conn: Connection, pick: Any, owner: str, now: datetime, expires: datetime
     ) -> list:
@@ -138,7 +131,7 @@ class ClaimStore(StoreBase):
         limit: int,
         queues: list[str],
     ) -> list:
-        waiting = conn.execute(_WAITING_POOLS, {"now": now, "queues": queues}).scalars().all()
+        waiting = conn.execute(_WAITING_POOLS, {"ready_by": now, "queues": queues}).scalars().all()
         taken: list = []
         for name in waiting:
             if len(taken) >= limit:
@@ -158,10 +151,8 @@ class ClaimStore(StoreBase):
             if free <= 0:
                 continue
             candidates = conn.execute(
-                self._claimable(now, queues)
-                .add_columns(ti.c.pool_slots)
-                .where(ti.c.pool == name)
-                .limit(limit - len(taken))
+                _POOL_CANDIDATES,
+                {"ready_by": now, "queues": queues, "pool": name, "limit": limit - len(taken)},
             ).all()
             chosen = []
             for c in candidates:
@@ -305,28 +296,27 @@ def _taking(owner: str, now: datetime, expires: datetime) -> dict[str, Any]:
     return {"b_owner": owner, "b_now": now, "b_expires": expires}
 
 
+# claimable now, in these queues (bound: ready_by, queues)
+_CLAIMABLE_NOW = (
+    ti.c.state.in_(CLAIMABLE),
+    ti.c.ready_at <= bindparam("ready_by"),
+    ti.c.queue.in_(bindparam("queues", expanding=True)),
+)
 _UNPOOLED = (
     select(ti.c.id)
-    .where(
-        ti.c.state.in_(CLAIMABLE),
-        ti.c.ready_at <= bindparam("ready_by"),
-        ti.c.queue.in_(bindparam("queues", expanding=True)),
-        ti.c.pool.is_(None),
-    )
+    .where(*_CLAIMABLE_NOW, ti.c.pool.is_(None))
     .order_by(ti.c.ready_at, ti.c.id)
     .limit(bindparam("limit"))
 )
 _TAKE = _take(_UNPOOLED)
 _TAKE_LOCKING = _take(_UNPOOLED.with_for_update(skip_locked=True))  # PostgreSQL
 _WAITING_POOLS = (
-    select(ti.c.pool)
-    .where(
-        ti.c.state.in_(CLAIMABLE),
-        ti.c.ready_at <= bindparam("now"),
-        ti.c.queue.in_(bindparam("queues", expanding=True)),
-        ti.c.pool.is_not(None),
-    )
-    .distinct()
-    .order_by(ti.c.pool)
+    select(ti.c.pool).where(*_CLAIMABLE_NOW, ti.c.pool.is_not(None)).distinct().order_by(ti.c.pool)
+)
+_POOL_CANDIDATES = (
+    select(ti.c.id, ti.c.pool_slots)
+    .where(*_CLAIMABLE_NOW, ti.c.pool == bindparam("pool"))
+    .order_by(ti.c.ready_at, ti.c.id)
+    .limit(bindparam("limit"))
 )
 _RUNS_BY_PK = select(m.dag_runs).where(m.dag_runs.c.id.in_(bindparam("pks", expanding=True)))

@@ -4,10 +4,12 @@ A success is a write fenced on (id, try_number, owner, state='running'). In the 
 transaction, with the run's row locked first (``FOR UPDATE`` on PostgreSQL, the
 writer lock on SQLite; run before task instances, as every transition does), the
 finished task's direct downstream tasks that are now certainly releasable move
-``scheduled -> queued`` set-based. The scheduler's ``release_ready`` / ``finish_runs`` stay the general path
-(every trigger rule, skips, failures); this fast path only takes decisions those
-would take identically (see :mod:`orchestrator.store.release`), so a worker needs no
-scheduler round trip between a task and its downstream.
+``scheduled -> queued`` set-based, and a run left with nothing open is finished (and
+the queued runs it makes room for started). The scheduler's ``release_ready`` /
+``finish_runs`` stay the general path (every trigger rule, skips, failures); this fast
+path only takes decisions those would take identically (see
+:mod:`orchestrator.store.release` and :mod:`orchestrator.store.run_progress`), so a
+worker needs no scheduler round trip between a task and its downstream.
 
 >>> store.finish_success(claim, '{"rows": 3}', now)            # doctest: +SKIP
 True
@@ -23,7 +25,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import Connection, bindparam, select, tuple_, update
 
 from orchestrator.spec import DagSpec
-from orchestrator.states import TASK_UNFINISHED, RunState, TaskState
+from orchestrator.states import RunState, TaskState
 from orchestrator.store import models as m
 from orchestrator.store.base import StoreBase, record_event
 from orchestrator.store.records import Claim
@@ -50,37 +52,26 @@ class FinishStore(StoreBase):
         claim: Claim,
         result: str | None,
         now: datetime,
-        *,
-        outcome: list[Finished] | None = None,
     ) -> bool:
         """Record a successful try. False (and a loud log line) if the lease was lost.
-
-        ``outcome``, if given, receives the :class:`Finished` (what was released).
 
         A branch task's result names the direct downstream tasks to follow; the others
         are skipped in the same transaction (compare-and-set on ``scheduled``), and
         release_ready then propagates the skips by trigger rule. A branch result that
         names no direct downstream task fails the try instead.
         """
-        done = self.finish_successes([(claim, result, now)])[0]
-        if outcome is not None:
-            outcome.append(done)
-        return done.recorded
+        return self.finish_successes([(claim, result, now)])[0].recorded
 
     def finish_successes(self, items: list[tuple[Claim, str | None, datetime]]) -> list[Finished]:
         """Record several successful tries in one transaction (one commit), in order.
 
         Each is fenced on its own: a stale one changes nothing and is logged, the
-        others are recorded. All or none are committed. The round trips do not grow
-        with the batch: the fenced rows are read (and locked) in one statement, the
-        successes and their tries written in one executemany each, and each run's
-        downstream tasks decided once, after all of its successes are in.
+        others are recorded. All or none are committed. The statements do not grow
+        with the batch: one fenced UPDATE ... RETURNING (and one for the tries) per
+        distinct result, and each run's downstream tasks decided once, after all of
+        its successes are in.
         """
-        out, prepared = self._prepare(items)
-        if prepared:
-            with self.write() as conn:
-                self._record(conn, prepared, out)
-        return [o if o is not None else Finished(recorded=False) for o in out]
+        return self._finish(items, None)[0]
 
     def finish_and_claim(
         self,
@@ -97,15 +88,21 @@ class FinishStore(StoreBase):
         A worker's round (record what finished, take what is ready, including what
         those successes just released) costs one commit instead of two.
         """
+        return self._finish(items, (owner, now, now + lease, limit, list(queues)))
+
+    def _finish(
+        self,
+        items: list[tuple[Claim, str | None, datetime]],
+        claim: tuple[str, datetime, datetime, int, list[str]] | None,
+    ) -> tuple[list[Finished], list[Claim]]:
         out, prepared = self._prepare(items)
-        with self.write() as conn:
-            # the results just recorded need not be read back for the tasks they released
-            known = self._record(conn, prepared, out) if prepared else {}
-            claims = (
-                self._claim_in(conn, owner, now, now + lease, limit, list(queues), known)  # type: ignore[attr-defined]
-                if limit > 0
-                else []
-            )
+        claims: list[Claim] = []
+        if prepared or claim:
+            with self.write() as conn:
+                # results just recorded are not read back for the tasks they released
+                known = self._record(conn, prepared, out) if prepared else {}
+                if claim and claim[3] > 0:
+                    claims = self._claim_in(conn, *claim, known)  # type: ignore[attr-defined]
         return [o if o is not None else Finished(recorded=False) for o in out], claims
 
     def _prepare(
@@ -174,9 +171,6 @@ class FinishStore(StoreBase):
                 and any(not p.spec.downstream[p.claim.task_id] for p in group)
             ):
                 leaf_runs.append(run.id)  # type: ignore[attr-defined]
-        if leaf_runs:  # only runs with nothing left open (one index probe each: a run of
-            # many leaves must not read its open tasks at every leaf's success)
-            leaf_runs = conn.execute(_DONE_RUNS, {"pks": leaf_runs}).scalars().all()
         if not leaf_runs:
             return
         last = max((p for group in by_run.values() for p in group), key=lambda p: p.index)
@@ -314,10 +308,4 @@ _CLOSE_TRIES = (
         tries.c.state == "running",
     )
     .values(state="success", end_date=bindparam("end"), exit_status=0, error=None)
-)
-_DONE_RUNS = select(m.dag_runs.c.id).where(
-    m.dag_runs.c.id.in_(bindparam("pks", expanding=True)),
-    ~select(ti.c.id)
-    .where(ti.c.run_pk == m.dag_runs.c.id, ti.c.state.in_(sorted(TASK_UNFINISHED)))
-    .exists(),
 )

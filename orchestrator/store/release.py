@@ -89,9 +89,6 @@ def release_after_success(
     return released, needs
 
 
-# built once: these run for every batch of finished tasks
-
-
 def _upstream_in(states: Iterable[str]) -> object:
     """Does a task instance of the run, outside ``others``, have one of ``states``?
     (One index range per state on (run_pk, state), stopping at the first hit.)"""
@@ -106,6 +103,7 @@ def _upstream_in(states: Iterable[str]) -> object:
     )
 
 
+# built once: these run for every batch of finished tasks
 _QUEUE = (
     update(ti)
     .where(

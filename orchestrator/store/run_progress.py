@@ -30,7 +30,7 @@ from typing import Any
 from sqlalchemy import Connection, and_, bindparam, func, insert, select, union_all, update
 
 from orchestrator.spec import DagSpec
-from orchestrator.states import RUN_ACTIVE, TASK_FINISHED, TASK_UNFINISHED, RunState, TaskState
+from orchestrator.states import RUN_ACTIVE, TASK_UNFINISHED, RunState, TaskState
 from orchestrator.store import models as m
 from orchestrator.store.backfill_store import backfill_starts
 from orchestrator.store.base import record_event
@@ -61,26 +61,25 @@ def finish_runs_locked(
     run fails if any of its leaf tasks failed, was upstream_failed or cancelled, else
     it succeeds; written compare-and-set on ``running``. Returns the (run, state)
     pairs it finished, in id order; a run has ``id``, ``run_id``, ``dag_id``,
-    ``version_hash`` and ``backfill_id``. Three statements for any number of runs:
-    one read (the runs with only their unfinished and failed task instances), one
-    UPDATE per outcome, one INSERT of the events.
+    ``version_hash`` and ``backfill_id``. Four statements for any number of runs:
+    which are done (an index probe per run, not a read of its open tasks: a run of many
+    leaves asks at every leaf's success), one read of those with their failed task
+    instances, one UPDATE per outcome, one INSERT of the events.
     """
-    pks = sorted(set(run_pks))
+    asked = set(run_pks)
+    pks = runs_to_finish(conn, asked) if asked else []
     if not pks:
         return []
     by_id: dict[int, Any] = {}
-    open_or_bad: dict[int, list[tuple[str, str]]] = {}
-    for row in conn.execute(_RUNS_WITH_OPEN_OR_BAD, {"ids": pks}):
+    bad: dict[int, list[str]] = {}
+    for row in conn.execute(_RUNS_WITH_BAD, {"ids": pks}):
         by_id.setdefault(row.id, row)
         if row.task_id is not None:
-            open_or_bad.setdefault(row.id, []).append((row.task_id, row.ti_state))
+            bad.setdefault(row.id, []).append(row.task_id)
     outcome: dict[str, list[int]] = {RunState.SUCCESS: [], RunState.FAILED: []}
     for pk, x in by_id.items():
-        rows = open_or_bad.get(pk, [])
-        if any(state not in TASK_FINISHED for _, state in rows):
-            continue
         leaves = set(spec_of(x.dag_id, x.version_hash).leaves)
-        failed = any(task_id in leaves for task_id, _ in rows)
+        failed = any(task_id in leaves for task_id in bad.get(pk, ()))
         outcome[RunState.FAILED if failed else RunState.SUCCESS].append(pk)
     done: list[tuple[Any, str]] = []
     for state, ids in outcome.items():
@@ -109,7 +108,8 @@ def finish_runs_locked(
 
 def runs_to_finish(conn: Connection, run_pks: Iterable[int] | None = None) -> list[int]:
     """Running runs (of ``run_pks``, if given) with every task instance finished: the
-    candidates for :func:`finish_runs_locked`, read without locks."""
+    scheduler's candidates, read without locks (:func:`finish_runs_locked` asks again
+    under the runs' locks)."""
     if run_pks is None:
         return list(conn.execute(_READY_TO_FINISH).scalars())
     return list(conn.execute(_READY_TO_FINISH_OF, {"ids": sorted(run_pks)}).scalars())
@@ -267,8 +267,12 @@ def cancel_run_in(
 
 
 # built once: these run for every batch of finished or started runs, or every tick
-_UNFINISHED_TASK = (
-    select(ti.c.id).where(ti.c.run_pk == r.c.id, ti.c.state.not_in(sorted(TASK_FINISHED))).exists()
+_OPEN = ti.alias("open_ti")
+_UNFINISHED_TASK = (  # an index range per unfinished state on (run_pk, state), each
+    # stopping at its first entry (NOT IN finished would walk the run's finished tasks)
+    select(_OPEN.c.id)
+    .where(_OPEN.c.run_pk == r.c.id, _OPEN.c.state.in_(sorted(TASK_UNFINISHED)))
+    .exists()
 )
 _READY_TO_FINISH = select(r.c.id).where(r.c.state == RunState.RUNNING, ~_UNFINISHED_TASK)
 _READY_TO_FINISH_OF = _READY_TO_FINISH.where(r.c.id.in_(bindparam("ids", expanding=True)))
@@ -291,20 +295,9 @@ _BACKFILLS_WAITING = select(
     .where(r.c.backfill_id == m.backfills.c.id, r.c.state == RunState.QUEUED)
     .exists(),
 )
-_OPEN_OR_BAD_STATES = sorted(TASK_UNFINISHED | set(_BAD))
-_RUNS_WITH_OPEN_OR_BAD = (
-    select(
-        r.c.id,
-        r.c.run_id,
-        r.c.dag_id,
-        r.c.version_hash,
-        r.c.backfill_id,
-        ti.c.task_id,
-        ti.c.state.label("ti_state"),
-    )
-    .select_from(
-        r.outerjoin(ti, and_(ti.c.run_pk == r.c.id, ti.c.state.in_(_OPEN_OR_BAD_STATES)))
-    )  # an index range per state on (run_pk, state): what keeps a run open or fails it
+_RUNS_WITH_BAD = (
+    select(r.c.id, r.c.run_id, r.c.dag_id, r.c.version_hash, r.c.backfill_id, ti.c.task_id)
+    .select_from(r.outerjoin(ti, and_(ti.c.run_pk == r.c.id, ti.c.state.in_(sorted(_BAD)))))
     .where(r.c.id.in_(bindparam("ids", expanding=True)), r.c.state == RunState.RUNNING)
     .order_by(r.c.id)
 )

@@ -124,15 +124,7 @@ def test_a_leaf_success_finishes_its_run_and_starts_the_next_in_one_transaction(
     runs = _trigger(store, "d", 5, clock.now())
     assert store.start_queued_runs(clock.now()) == runs[:2]
     _run_all_tasks(store, clock.now())  # the workers' successes of c finish both runs
-    assert [store.get_run(r).state for r in runs] == [
-        "success",
-        "success",
-        "running",
-        "running",
-        "queued",
-    ]
-    assert _states(store, runs[2]) == {"a": "queued", "b": "queued", "c": "scheduled"}
-    assert len(store.events(kind="run_success")) == 2
+    _assert_two_finished_two_started(store, runs)
     advanced = store.finish_ready_runs(clock.now())  # nothing left for the scheduler
     assert advanced.finished == [] and advanced.started.run_ids == []
 
@@ -145,20 +137,18 @@ def test_the_scheduler_finishes_runs_and_starts_the_queued_ones_in_one_transacti
     harness.parse()
     runs = _trigger(store, "d", 5, clock.now())
     assert store.start_queued_runs(clock.now()) == runs[:2]
-    for c in store.claim("w", clock.now(), LEASE, limit=100):  # a and b
-        assert store.finish_success(c, None, clock.now())
-    leaves = store.claim("w", clock.now(), LEASE, limit=100)
-    assert {c.task_id for c in leaves} == {"c"}
-    store.set_paused("d", True, clock.now())  # a paused DAG's runs are left to the scheduler
-    for c in leaves:
-        assert store.finish_success(c, None, clock.now())
+    _run_all_tasks(store, clock.now(), leave_runs="d")
     assert [store.get_run(r).state for r in runs[:2]] == ["running", "running"]
-    store.set_paused("d", False, clock.now())
     clock.advance(seconds=1)
     advanced = store.finish_ready_runs(clock.now())
     assert advanced.finished == [(runs[0], "success"), (runs[1], "success")]
     assert advanced.started.run_ids == runs[2:4] and advanced.started.tasks_queued == 4
     assert not advanced.needs_scheduler
+    _assert_two_finished_two_started(store, runs)
+
+
+def _assert_two_finished_two_started(store: Store, runs: list[str]) -> None:
+    """Five runs, max_active_runs=2: the first two done, the next two started."""
     assert [store.get_run(r).state for r in runs] == [
         "success",
         "success",
