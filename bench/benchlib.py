@@ -57,14 +57,14 @@ if ROOT not in sys.path:  # run as `python bench/run.py` without installing
 from sqlalchemy import create_engine, text  # noqa: E402
 
 from orchestrator.clock import SystemClock  # noqa: E402
-from orchestrator.processor import DagProcessor  # noqa: E402
-from orchestrator.scheduler import Scheduler  # noqa: E402
+from orchestrator.engine.processor import DagProcessor  # noqa: E402
+from orchestrator.engine.scheduler import Scheduler  # noqa: E402
+from orchestrator.engine.wakeup import WakeEvent  # noqa: E402
+from orchestrator.engine.worker import Worker  # noqa: E402
 from orchestrator.settings import Settings  # noqa: E402
 from orchestrator.states import RUN_FINISHED, TaskState  # noqa: E402
 from orchestrator.store import Store  # noqa: E402
 from orchestrator.store.db import upgrade  # noqa: E402
-from orchestrator.wakeup import WakeEvent  # noqa: E402
-from orchestrator.worker import Worker  # noqa: E402
 
 DEFAULT_PG_URL = os.environ.get(
     "ORCHESTRATOR_BENCH_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"

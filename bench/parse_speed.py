@@ -67,7 +67,7 @@ def write_files(folder: str, count: int) -> None:
 def measure(url: str, workdir: str, count: int) -> dict[str, float]:
     """Write ``count`` files, scan them once into the (migrated, empty) store at ``url``."""
     from orchestrator.clock import SystemClock
-    from orchestrator.processor import DagProcessor
+    from orchestrator.engine.processor import DagProcessor
     from orchestrator.settings import Settings
     from orchestrator.store import Store
 

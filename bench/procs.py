@@ -1,7 +1,7 @@
 """The engine as separate processes: ``orchestrator scheduler`` and ``orchestrator worker``.
 
 This is how a PostgreSQL deployment runs it: each service its own process, woken
-across processes by LISTEN/NOTIFY (``orchestrator/wakeup.py``). The bench talks to
+across processes by LISTEN/NOTIFY (``orchestrator/engine/wakeup.py``). The bench talks to
 them only through the database (and a NOTIFY to wake the scheduler after a trigger).
 """
 
@@ -17,7 +17,7 @@ from typing import Any
 
 from sqlalchemy import select
 
-from orchestrator import wakeup
+from orchestrator.engine import wakeup
 from orchestrator.store import models as m
 
 

@@ -152,10 +152,10 @@ def database(url: str | None, admin_url: str | None, tmp: str) -> Iterator[str]:
 
 
 def measure(url: str, workdir: str, history_tis: int, ticks: int) -> dict[str, float]:
-    from orchestrator.alerts.watchdog import AlertWatchdog
     from orchestrator.clock import FakeClock
-    from orchestrator.processor import DagProcessor
-    from orchestrator.scheduler import Scheduler
+    from orchestrator.engine.processor import DagProcessor
+    from orchestrator.engine.scheduler import Scheduler
+    from orchestrator.observability.alerts.watchdog import AlertWatchdog
     from orchestrator.settings import Settings
     from orchestrator.store import Store
     from webui import create_app

@@ -21,8 +21,8 @@ from pathlib import Path
 from sqlalchemy import insert
 
 from orchestrator.clock import FakeClock
-from orchestrator.processor import DagProcessor
-from orchestrator.scheduler import Scheduler
+from orchestrator.engine.processor import DagProcessor
+from orchestrator.engine.scheduler import Scheduler
 from orchestrator.settings import Settings
 from orchestrator.store import Store
 from orchestrator.store import models as m

@@ -24,8 +24,8 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import create_engine, insert, text
 
 from orchestrator import DAG, task
+from orchestrator.authoring.spec import serialize_dag
 from orchestrator.settings import Settings
-from orchestrator.spec import serialize_dag
 from orchestrator.store import Store
 from orchestrator.store import models as m
 from orchestrator.store.db import upgrade

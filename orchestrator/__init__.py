@@ -19,7 +19,7 @@ __all__ = ["DAG", "Task", "task", "OrchestratorError"]
 
 def __getattr__(name: str) -> Any:  # imported lazily so store-only processes stay light
     if name in ("DAG", "Task", "task"):
-        from orchestrator import dag
+        from orchestrator.authoring import dag
 
         return getattr(dag, name)
     if name == "OrchestratorError":

@@ -5,12 +5,12 @@ from __future__ import annotations
 from datetime import timedelta
 
 from orchestrator.clock import FakeClock
-from orchestrator.processor import DagProcessor
-from orchestrator.scheduler import Scheduler
+from orchestrator.engine.processor import DagProcessor
+from orchestrator.engine.scheduler import Scheduler
+from orchestrator.engine.worker import Worker
 from orchestrator.settings import Settings
 from orchestrator.states import RUN_FINISHED
 from orchestrator.store import Store
-from orchestrator.worker import Worker
 
 
 class Harness:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import Flask, current_app, jsonify, render_template, request
+from flask import Flask, jsonify, render_template, request
 from werkzeug.exceptions import HTTPException
 from werkzeug.wrappers import Response
 
@@ -21,10 +21,9 @@ from orchestrator.errors import ConfigError, NotFoundError, StateError
 from orchestrator.settings import Settings
 from orchestrator.store import Store
 from webui import formatting
+from webui.current import CLOCK_KEY, SETTINGS_KEY, STORE_KEY
 from webui.secret import load_or_create_secret
 from webui.security import check_request, csrf_token, current_user, is_loopback
-
-STORE_KEY = "orchestrator_store"
 
 SECURITY_HEADERS = {
     "Content-Security-Policy": (
@@ -58,8 +57,8 @@ def create_app(
     )
     app.json.sort_keys = False  # type: ignore[attr-defined]
     app.extensions[STORE_KEY] = store if store is not None else Store(settings.database_url)
-    app.extensions["orchestrator_settings"] = settings
-    app.extensions["orchestrator_clock"] = clock or SystemClock()
+    app.extensions[SETTINGS_KEY] = settings
+    app.extensions[CLOCK_KEY] = clock or SystemClock()
     app.config["LOGIN_REQUIRED"] = (
         not is_loopback(settings.web_host) if login_required is None else login_required
     )
@@ -85,20 +84,6 @@ def create_app(
     app.register_error_handler(StateError, _conflict)
     app.register_error_handler(ConfigError, _bad_request)
     return app
-
-
-def get_store() -> Store:
-    """The store of the app handling the current request."""
-    return current_app.extensions[STORE_KEY]
-
-
-def get_settings() -> Settings:
-    return current_app.extensions["orchestrator_settings"]
-
-
-def now() -> Any:
-    """The current time from the app's clock (a fake one in tests)."""
-    return current_app.extensions["orchestrator_clock"].now()
 
 
 def _security_headers(response: Response) -> Response:

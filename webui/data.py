@@ -14,13 +14,13 @@ import os
 from datetime import datetime, timedelta
 from typing import Any
 
-from orchestrator.context import TaskContext
+from orchestrator.authoring.context import TaskContext
+from orchestrator.authoring.spec import DagSpec
+from orchestrator.authoring.templating import render_command
 from orchestrator.errors import OrchestratorError
-from orchestrator.explain import Reason, explain_task
-from orchestrator.spec import DagSpec
+from orchestrator.scheduling.explain import Reason, explain_task
 from orchestrator.store import Store
 from orchestrator.store.task_store import idempotency_key
-from orchestrator.templating import render_command
 from webui import queries
 from webui.cron_words import schedule_in_words
 from webui.gantt import gantt

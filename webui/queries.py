@@ -17,7 +17,7 @@ from datetime import datetime
 
 from sqlalchemy import func, select, union_all
 
-from orchestrator.spec import DagSpec
+from orchestrator.authoring.spec import DagSpec
 from orchestrator.store import Store
 from orchestrator.store import models as m
 from orchestrator.store.records import Record, RunRecord, TryRecord

@@ -32,7 +32,7 @@ from orchestrator.cli import (
 )
 from orchestrator.cli.common import dispose_opened, load_settings, make_parents
 from orchestrator.errors import OrchestratorError
-from orchestrator.logging_setup import configure as configure_logging
+from orchestrator.observability.logging_setup import configure as configure_logging
 
 GROUPS = (processes, dags, runs, tasks, users, status, pools, backfill, schedule, alerts)
 

@@ -55,7 +55,7 @@ def cmd_alerts(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_dags_why(args: argparse.Namespace, settings: Settings) -> int:
-    from orchestrator.explain import explain_dag
+    from orchestrator.scheduling.explain import explain_dag
 
     store = open_store(settings)
     facts = store.dag_facts(args.dag_id, SystemClock().now())

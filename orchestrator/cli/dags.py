@@ -35,7 +35,7 @@ def register(sub: Any, parents: Parents) -> None:
 
 
 def cmd_dags(args: argparse.Namespace, settings: Settings) -> int:
-    from orchestrator.processor import DagProcessor
+    from orchestrator.engine.processor import DagProcessor
 
     store = open_store(settings)
     now = SystemClock().now()

@@ -46,7 +46,7 @@ def register(sub: Any, parents: Parents) -> None:
 
 
 def cmd_standalone(args: argparse.Namespace, settings: Settings) -> int:
-    from orchestrator.services import install_stop_handlers, standalone
+    from orchestrator.engine.services import install_stop_handlers, standalone
 
     stop = threading.Event()
     install_stop_handlers(stop)
@@ -55,7 +55,7 @@ def cmd_standalone(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_db(args: argparse.Namespace, settings: Settings) -> int:
-    from orchestrator.services import _safe_url
+    from orchestrator.engine.services import _safe_url
     from orchestrator.store.db import upgrade
 
     upgrade(settings.database_url)
@@ -65,7 +65,7 @@ def cmd_db(args: argparse.Namespace, settings: Settings) -> int:
 
 def cmd_db_clean(args: argparse.Namespace, settings: Settings) -> int:
     from orchestrator.clock import SystemClock
-    from orchestrator.retention import clean, parse_age
+    from orchestrator.observability.retention import clean, parse_age
 
     age = parse_age(args.older_than)
     store = open_store(settings)
@@ -80,7 +80,7 @@ def cmd_db_clean(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_scheduler(args: argparse.Namespace, settings: Settings) -> int:
-    from orchestrator.services import install_stop_handlers, run_scheduler
+    from orchestrator.engine.services import install_stop_handlers, run_scheduler
 
     store = open_store(settings)
     stop = threading.Event()
@@ -90,7 +90,7 @@ def cmd_scheduler(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
-    from orchestrator.services import install_stop_handlers, run_worker
+    from orchestrator.engine.services import install_stop_handlers, run_worker
 
     store = open_store(settings)
     queues = tuple(q.strip() for q in args.queues.split(",") if q.strip())
@@ -103,7 +103,7 @@ def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_webserver(args: argparse.Namespace, settings: Settings) -> int:
-    from orchestrator.services import install_stop_handlers
+    from orchestrator.engine.services import install_stop_handlers
     from webui import create_app
     from webui.server import serve
 

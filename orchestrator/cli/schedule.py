@@ -10,8 +10,8 @@ from zoneinfo import ZoneInfo
 from orchestrator.cli.common import Parents, emit, format_table, open_store
 from orchestrator.clock import SystemClock
 from orchestrator.errors import ConfigError
-from orchestrator.misfire import missed_summary
-from orchestrator.schedule import to_utc
+from orchestrator.scheduling.misfire import missed_summary
+from orchestrator.scheduling.schedule import to_utc
 from orchestrator.settings import Settings
 
 

@@ -49,7 +49,7 @@ def register(sub: Any, parents: Parents) -> None:
 
 def cmd_tasks(args: argparse.Namespace, settings: Settings) -> int:
     if args.action == "test":
-        from orchestrator.tasktest import run_task_test
+        from orchestrator.engine.tasktest import run_task_test
 
         params = parse_json_object(args.params, "--params")
         return run_task_test(settings, args.dag_id, args.task_id, args.logical_date, params)
@@ -106,7 +106,7 @@ def cmd_tasks(args: argparse.Namespace, settings: Settings) -> int:
 def _dead_letters_and_why(args: argparse.Namespace, settings: Settings, store: Any) -> int:
     from datetime import timedelta
 
-    from orchestrator.explain import explain_task
+    from orchestrator.scheduling.explain import explain_task
 
     now = SystemClock().now()
     if args.action == "why":

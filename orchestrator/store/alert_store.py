@@ -1,6 +1,6 @@
 """Alerts: raised once per event (a unique key), delivered under a short lease.
 
-The watchdog (:mod:`orchestrator.alerts.watchdog`) decides what to raise; this module
+The watchdog (:mod:`orchestrator.observability.alerts.watchdog`) decides what to raise; this module
 only records it and hands deliveries to the delivery loop, one compare-and-set at a time.
 """
 

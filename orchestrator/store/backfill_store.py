@@ -15,34 +15,17 @@ from datetime import datetime
 
 from sqlalchemy import Connection, func, insert, select, update
 
+from orchestrator.authoring.spec import DagSpec
 from orchestrator.errors import NotFoundError
-from orchestrator.spec import DagSpec
 from orchestrator.states import RUN_ACTIVE, RUN_FINISHED, TASK_FINISHED, RunState, TaskState
 from orchestrator.store import models as m
 from orchestrator.store.base import StoreBase, lock_runs, record_event
 from orchestrator.store.records import BackfillRecord
+from orchestrator.store.run_progress import cancel_run_in
+from orchestrator.store.run_rows import insert_run
 
 b = m.backfills
 r = m.dag_runs
-
-
-def backfill_starts(conn: Connection, runs: list) -> list:
-    """Which of one DAG's queued backfill runs may start now (inside a locked write)."""
-    if not runs:
-        return []
-    ids = sorted({x.backfill_id for x in runs})
-    rows = {row.id: row for row in conn.execute(select(b).where(b.c.id.in_(ids)))}
-    out = []
-    for bid in ids:
-        row = rows.get(bid)
-        mine = [x for x in runs if x.backfill_id == bid]
-        if row is None or row.state != "running":
-            continue
-        running = sum(x.state == RunState.RUNNING for x in mine)
-        queued = [x for x in mine if x.state == RunState.QUEUED]
-        queued.sort(key=lambda x: (x.logical_date, x.id), reverse=bool(row.reverse))
-        out += queued[: max(row.max_active_runs - running, 0)]
-    return out
 
 
 def clear_run_in(
@@ -103,7 +86,6 @@ class BackfillStore(StoreBase):
         Returns the record and counts: ``created``, ``cleared``, ``kept`` (existing
         runs left alone).
         """
-        from orchestrator.store.run_store import insert_run
 
         dag = self.get_dag(dag_id)  # type: ignore[attr-defined]
         spec = self.spec(dag_id, dag.version_hash)  # type: ignore[attr-defined]
@@ -197,7 +179,6 @@ class BackfillStore(StoreBase):
 
         Returns how many runs were cancelled; raises NotFoundError for an unknown id.
         """
-        from orchestrator.store.run_store import _cancel
 
         backfill = self.get_backfill(backfill_id)
         with self.write() as conn:
@@ -214,7 +195,7 @@ class BackfillStore(StoreBase):
                 )
             ).all()
             why = f"backfill {backfill_id} cancelled"
-            n = sum(_cancel(conn, x.id, backfill.dag_id, x.run_id, now, why) for x in queued)
+            n = sum(cancel_run_in(conn, x.id, backfill.dag_id, x.run_id, now, why) for x in queued)
             record_event(
                 conn,
                 now,

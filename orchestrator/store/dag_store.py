@@ -9,8 +9,8 @@ from sqlalchemy import Connection, Insert, Table, delete, insert, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
+from orchestrator.authoring.spec import DagSpec, dumps, spec_hash
 from orchestrator.errors import NotFoundError
-from orchestrator.spec import DagSpec, dumps, spec_hash
 from orchestrator.states import RunState
 from orchestrator.store import models as m
 from orchestrator.store.base import StoreBase, record_event

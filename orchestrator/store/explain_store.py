@@ -1,4 +1,4 @@
-"""Gathering the facts the explainer judges (:mod:`orchestrator.explain`), and dead
+"""Gathering the facts the explainer judges (:mod:`orchestrator.scheduling.explain`), and dead
 letters: listing exhausted task instances and giving them another set of tries."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import networkx as nx
 from sqlalchemy import select, update
 
 from orchestrator.errors import NotFoundError, StateError
-from orchestrator.explain import DagFacts, PoolFact, SlotHolder, TaskFacts, WorkerFact
+from orchestrator.scheduling.explain import DagFacts, PoolFact, SlotHolder, TaskFacts, WorkerFact
 from orchestrator.states import RunState, TaskState
 from orchestrator.store import models as m
 from orchestrator.store.base import StoreBase, lock_runs, record_event

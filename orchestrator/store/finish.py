@@ -24,7 +24,7 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import Connection, bindparam, select, tuple_, update
 
-from orchestrator.spec import DagSpec
+from orchestrator.authoring.spec import DagSpec
 from orchestrator.states import RunState, TaskState
 from orchestrator.store import models as m
 from orchestrator.store.base import StoreBase, record_event

@@ -25,11 +25,11 @@ from datetime import datetime
 
 from sqlalchemy import Connection, bindparam, select, update
 
-from orchestrator.spec import DagSpec
+from orchestrator.authoring.spec import DagSpec
+from orchestrator.scheduling.trigger_rules import Decision, TriggerRule, decide
 from orchestrator.states import TASK_FINISHED, TASK_UNFINISHED, RunState, TaskState
 from orchestrator.store import models as m
 from orchestrator.store.base import StoreBase, lock_runs
-from orchestrator.trigger_rules import Decision, TriggerRule, decide
 
 ti = m.task_instances
 # fan-ins up to this size are checked by their upstream states, larger ones by the

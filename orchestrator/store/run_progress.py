@@ -29,10 +29,9 @@ from typing import Any
 
 from sqlalchemy import Connection, and_, bindparam, func, insert, select, union_all, update
 
-from orchestrator.spec import DagSpec
+from orchestrator.authoring.spec import DagSpec
 from orchestrator.states import RUN_ACTIVE, TASK_UNFINISHED, RunState, TaskState
 from orchestrator.store import models as m
-from orchestrator.store.backfill_store import backfill_starts
 from orchestrator.store.base import record_event
 
 log = logging.getLogger(__name__)
@@ -49,6 +48,26 @@ class Started:
 
     run_ids: list[str]
     tasks_queued: int = 0
+
+
+def backfill_starts(conn: Connection, runs: list) -> list:
+    """Which of one DAG's queued backfill runs may start now (inside a locked write)."""
+    if not runs:
+        return []
+    ids = sorted({x.backfill_id for x in runs})
+    b = m.backfills
+    rows = {row.id: row for row in conn.execute(select(b).where(b.c.id.in_(ids)))}
+    out = []
+    for bid in ids:
+        row = rows.get(bid)
+        mine = [x for x in runs if x.backfill_id == bid]
+        if row is None or row.state != "running":
+            continue
+        running = sum(x.state == RunState.RUNNING for x in mine)
+        queued = [x for x in mine if x.state == RunState.QUEUED]
+        queued.sort(key=lambda x: (x.logical_date, x.id), reverse=bool(row.reverse))
+        out += queued[: max(row.max_active_runs - running, 0)]
+    return out
 
 
 def finish_runs_locked(

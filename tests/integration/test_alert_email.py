@@ -9,7 +9,7 @@ from email import policy
 
 import pytest
 
-from orchestrator.alerts.notifiers import DeliveryError, send
+from orchestrator.observability.alerts.notifiers import DeliveryError, send
 
 
 class _SMTPHandler(socketserver.StreamRequestHandler):

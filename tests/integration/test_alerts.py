@@ -10,8 +10,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from sqlalchemy import text
 
-from orchestrator.alerts.delivery import AlertDelivery, backoff
-from orchestrator.alerts.watchdog import AlertWatchdog
+from orchestrator.observability.alerts.delivery import AlertDelivery, backoff
+from orchestrator.observability.alerts.watchdog import AlertWatchdog
 
 RESTORE_INDEX = (
     "CREATE UNIQUE INDEX ux_dag_runs_one_per_fire_time ON dag_runs (dag_id, logical_date) "

@@ -10,8 +10,8 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from orchestrator.cli import main
-from orchestrator.explain import explain_dag, explain_task
-from orchestrator.retention import clean
+from orchestrator.observability.retention import clean
+from orchestrator.scheduling.explain import explain_dag, explain_task
 
 STALE = timedelta(seconds=30)
 CHAIN = """

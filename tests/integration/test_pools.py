@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 
 from orchestrator.cli import main
-from orchestrator.explain import explain_task
+from orchestrator.scheduling.explain import explain_task
 from orchestrator.store import Store
 from tests.helpers import Harness
 

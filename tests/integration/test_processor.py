@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.processor import DagProcessor, dag_files
+from orchestrator.engine.processor import DagProcessor, dag_files
 
 
 def dag_source(*dag_ids: str) -> str:

@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import select, text
 
-from orchestrator.scheduler import Scheduler
+from orchestrator.engine.scheduler import Scheduler
 from orchestrator.store import Store
 from orchestrator.store import models as m
 from orchestrator.store.base import lock_runs

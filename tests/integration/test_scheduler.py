@@ -8,7 +8,7 @@ from datetime import timedelta
 
 import pytest
 
-from orchestrator.scheduler import Scheduler
+from orchestrator.engine.scheduler import Scheduler
 from orchestrator.store import Store
 from tests.helpers import Harness
 

@@ -8,8 +8,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from orchestrator.engine.scheduler import Scheduler
 from orchestrator.errors import ConfigError
-from orchestrator.scheduler import Scheduler
 from tests.helpers import Harness
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
@@ -40,7 +40,7 @@ def test_a_manual_run_never_blocks_the_scheduled_run_of_the_same_time(harness, w
     assert ("scheduled", START + timedelta(hours=1)) in runs  # not displaced, not blocked
     assert store.get_run(manual.run_id).run_type == "manual"
     # a second scheduled or backfill run for that time is refused by the database
-    from orchestrator.store.run_store import insert_run
+    from orchestrator.store.run_rows import insert_run
 
     spec = store.current_spec("h")
     with store.write() as conn:

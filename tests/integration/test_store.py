@@ -16,7 +16,7 @@ from sqlalchemy.exc import IntegrityError
 
 from orchestrator.store import Store
 from orchestrator.store import models as m
-from orchestrator.store.run_store import insert_run
+from orchestrator.store.run_rows import insert_run
 
 LEASE = timedelta(seconds=30)
 

@@ -9,9 +9,9 @@ from datetime import timedelta
 import pytest
 from sqlalchemy.exc import OperationalError
 
-from orchestrator import wakeup
-from orchestrator.scheduler import Scheduler
-from orchestrator.worker import Worker
+from orchestrator.engine import wakeup
+from orchestrator.engine.scheduler import Scheduler
+from orchestrator.engine.worker import Worker
 
 SLOW_DAG = """
 import time

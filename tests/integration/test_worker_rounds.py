@@ -10,9 +10,9 @@ from types import SimpleNamespace
 import pytest
 from sqlalchemy import select
 
-from orchestrator import worker as worker_module
+from orchestrator.engine import worker as worker_module
+from orchestrator.engine.worker import Worker, _Slot
 from orchestrator.store import models as m
-from orchestrator.worker import Worker, _Slot
 
 
 def test_run_forever_starts_its_children_and_registers_before_it_claims(store, clock, settings):

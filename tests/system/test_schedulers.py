@@ -15,7 +15,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from orchestrator.processor import DagProcessor
+from orchestrator.engine.processor import DagProcessor
 from tests.system.cluster import wait_for
 
 pytestmark = pytest.mark.system
@@ -23,7 +23,7 @@ pytestmark = pytest.mark.system
 SCHEDULER_SCRIPT = """
 import sys, threading
 from orchestrator.clock import SystemClock
-from orchestrator.scheduler import Scheduler
+from orchestrator.engine.scheduler import Scheduler
 from orchestrator.settings import Settings
 from orchestrator.store import Store
 

@@ -21,7 +21,7 @@ import threading
 from orchestrator.clock import SystemClock
 from orchestrator.settings import Settings
 from orchestrator.store import Store
-from orchestrator.worker import Worker
+from orchestrator.engine.worker import Worker
 
 settings = Settings.load()
 store = Store(settings.database_url)

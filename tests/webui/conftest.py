@@ -19,8 +19,8 @@ from flask.testing import FlaskClient
 from sqlalchemy import update
 
 from orchestrator import DAG, task
+from orchestrator.authoring.spec import serialize_dag
 from orchestrator.settings import Settings
-from orchestrator.spec import serialize_dag
 from orchestrator.store import Store
 from orchestrator.store import models as m
 from orchestrator.store.records import RunRecord

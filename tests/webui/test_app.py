@@ -11,7 +11,7 @@ import pytest
 from orchestrator.errors import ConfigError
 from orchestrator.store import Store
 from webui import create_app
-from webui.app import STORE_KEY
+from webui.current import STORE_KEY
 from webui.secret import SECRET_FILE, load_or_create_secret
 
 

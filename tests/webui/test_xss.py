@@ -14,7 +14,7 @@ from pathlib import Path
 from conftest import START  # noqa: I001
 
 from orchestrator import DAG, task
-from orchestrator.spec import serialize_dag
+from orchestrator.authoring.spec import serialize_dag
 
 PAYLOADS = [
     "<script>alert(1)</script>",

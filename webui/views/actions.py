@@ -10,7 +10,7 @@ from werkzeug.wrappers import Response
 
 from orchestrator.errors import OrchestratorError
 from webui import operations as ops
-from webui.app import get_store, now
+from webui.current import get_store, now
 from webui.params_form import parse_params
 from webui.security import current_user
 

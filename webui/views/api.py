@@ -11,7 +11,7 @@ from werkzeug.wrappers import Response
 
 from orchestrator.store.records import DagRecord
 from webui import data, queries
-from webui.app import get_settings, get_store, now
+from webui.current import get_settings, get_store, now
 from webui.formatting import iso
 from webui.logs import read_log
 from webui.views.events import filters

@@ -13,7 +13,7 @@ from werkzeug.wrappers import Response
 
 from orchestrator.errors import ConfigError
 from webui import operations as ops
-from webui.app import get_store, now
+from webui.current import get_store, now
 from webui.security import csrf_token, current_user
 
 bp = Blueprint("api_actions", __name__, url_prefix="/api/v1")

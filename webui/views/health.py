@@ -7,7 +7,7 @@ import logging
 from flask import Blueprint, jsonify
 from werkzeug.wrappers import Response
 
-from webui.app import get_store
+from webui.current import get_store
 from webui.queries import ping
 
 log = logging.getLogger(__name__)

@@ -8,8 +8,8 @@ from __future__ import annotations
 from flask import Blueprint, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
-from orchestrator.metrics import render
-from webui.app import get_store, now
+from orchestrator.observability.metrics import render
+from webui.current import get_store, now
 
 bp = Blueprint("metrics", __name__)
 

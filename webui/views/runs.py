@@ -7,7 +7,7 @@ from datetime import timedelta
 from flask import Blueprint, render_template
 
 from webui import data
-from webui.app import get_settings, get_store, now
+from webui.current import get_settings, get_store, now
 
 bp = Blueprint("runs", __name__)
 

@@ -1,0 +1,500 @@
+"""The authoring API: :class:`DAG`, :func:`task`, shell tasks and ``>>``.
+
+A DAG file builds DAG objects; nothing here touches the database. Mistakes raise
+:class:`DagDefinitionError` naming the file and line of the offending statement::
+
+    from datetime import datetime, timedelta
+    from orchestrator import DAG, task
+
+    with DAG("etl", schedule="0 2 * * *", timezone="Europe/Berlin",
+             start_date=datetime(2026, 1, 1), default_retries=2) as dag:
+
+        @task
+        def extract(ctx):
+            return {"rows": 3}
+
+        @task(retries=5, timeout=timedelta(minutes=10))
+        def load(ctx):
+            ctx.log.info("loading %s rows", ctx.upstream("extract")["rows"])
+
+        archive = dag.shell("archive", "tar czf /tmp/{{ ds }}.tgz /etc/hostname")
+        extract >> load >> archive
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from collections.abc import Callable, Iterable
+from datetime import datetime, timedelta
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+import networkx as nx
+
+from orchestrator.authoring.alerts import alert_options
+from orchestrator.authoring.templating import TemplateRenderError, check_template
+from orchestrator.errors import DagDefinitionError
+from orchestrator.scheduling.retry import RetryPolicy
+from orchestrator.scheduling.schedule import Schedule, ScheduleError, parse_schedule
+from orchestrator.scheduling.trigger_rules import TriggerRule
+
+ID_PATTERN = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]{0,249}$")
+MISFIRE_POLICIES = ("backfill", "coalesce", "skip")
+OVERLAP_POLICIES = ("queue", "skip", "allow", "replace")
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+_active: list[DAG] = []
+_created: list[DAG] = []  # every DAG built; the loader reads and clears it
+
+
+def _caller() -> tuple[str | None, int | None]:
+    """File and line of the first stack frame outside this package (the DAG file)."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        filename = os.path.abspath(frame.f_code.co_filename)
+        if not filename.startswith(_PACKAGE_DIR + os.sep) and not filename.startswith("<frozen"):
+            return frame.f_code.co_filename, frame.f_lineno
+        frame = frame.f_back
+    return None, None
+
+
+def _fail(message: str, where: tuple[str | None, int | None] | None = None) -> DagDefinitionError:
+    fileloc, lineno = where if where is not None else _caller()
+    return DagDefinitionError(message, fileloc=fileloc, lineno=lineno)
+
+
+def _check_id(kind: str, value: Any, where: tuple[str | None, int | None]) -> str:
+    if not isinstance(value, str) or not ID_PATTERN.match(value):
+        raise _fail(
+            f"invalid {kind} {value!r}: use letters, digits, '_', '.', '-' (at most 250)", where
+        )
+    return value
+
+
+def _as_timedelta(name: str, value: Any, where: tuple[str | None, int | None]) -> timedelta | None:
+    if value is None:
+        return None
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        value = timedelta(seconds=value)
+    if not isinstance(value, timedelta) or value < timedelta(0):
+        raise _fail(
+            f"{name} must be a non-negative timedelta or number of seconds, got {value!r}", where
+        )
+    return value
+
+
+def _or_default(value: timedelta | None, default: timedelta | None) -> timedelta | None:
+    return default if value is None else value
+
+
+class Task:
+    """One node of a DAG: a Python callable or a templated shell command.
+
+    Create tasks with :func:`task` or :meth:`DAG.shell`, then wire them with
+    ``a >> b`` (b runs after a), ``a << b``, and lists: ``a >> [b, c] >> d``.
+    """
+
+    def __init__(
+        self,
+        dag: DAG,
+        task_id: str,
+        *,
+        fn: Callable[..., Any] | None = None,
+        command: str | None = None,
+        retries: int | None = None,
+        retry_delay: timedelta | float | None = None,
+        retry_exponential: bool | None = None,
+        max_retry_delay: timedelta | float | None = None,
+        timeout: timedelta | float | None = None,
+        trigger_rule: str = "all_success",
+        queue: str | None = None,
+        pool: str | None = None,
+        pool_slots: int = 1,
+        description: str | None = None,
+        env: dict[str, str] | None = None,
+        alerts: Iterable[Any] | None = None,
+        on_failure: Callable[..., Any] | None = None,
+        on_retry: Callable[..., Any] | None = None,
+        branch: bool = False,
+        where: tuple[str | None, int | None] | None = None,
+    ) -> None:
+        where = where or _caller()
+        self.fileloc, self.lineno = where
+        self.task_id = _check_id("task_id", task_id, where)
+        self.dag = dag
+        self.fn = fn
+        self.command = command
+        self.kind = "python" if fn is not None else "shell"
+        retries = dag.default_retries if retries is None else retries
+        if not isinstance(retries, int) or isinstance(retries, bool) or retries < 0:
+            raise _fail(
+                f"task {task_id!r}: retries must be an integer >= 0, got {retries!r}", where
+            )
+        self.retries = retries
+        # "is None", not "or": an explicit 0 (retry at once) must not fall back to the default
+        self.retry_delay = _or_default(
+            _as_timedelta("retry_delay", retry_delay, where), dag.retry_delay
+        )
+        self.retry_exponential = (
+            dag.retry_exponential if retry_exponential is None else bool(retry_exponential)
+        )
+        self.max_retry_delay = _or_default(
+            _as_timedelta("max_retry_delay", max_retry_delay, where), dag.max_retry_delay
+        )
+        self.timeout = _or_default(_as_timedelta("timeout", timeout, where), dag.default_timeout)
+        try:
+            self.trigger_rule = TriggerRule(trigger_rule).value
+        except ValueError:
+            rules = ", ".join(r.value for r in TriggerRule)
+            raise _fail(
+                f"task {task_id!r}: unknown trigger_rule {trigger_rule!r} (one of: {rules})", where
+            ) from None
+        self.queue = _check_id("queue", queue or dag.default_queue, where)
+        # a pool caps how many tasks in it run at once, across all workers
+        self.pool = _check_id("pool", pool, where) if pool is not None else None
+        if not isinstance(pool_slots, int) or isinstance(pool_slots, bool) or pool_slots < 1:
+            raise _fail(f"task {task_id!r}: pool_slots must be an integer >= 1", where)
+        self.pool_slots = pool_slots
+        self.description = description
+        self.env = dict(env or {})
+        # a branch task returns the task id (or list of ids) of the direct downstream
+        # tasks to follow; its other direct downstream tasks are skipped
+        self.branch = bool(branch)
+        if self.branch and fn is None:
+            raise _fail(f"task {task_id!r}: only a Python task can be a branch", where)
+        hooks = {"on_failure": on_failure, "on_retry": on_retry}
+        self.alerts, _, self.callbacks = alert_options(
+            f"task {task_id!r}", alerts, None, hooks, where
+        )
+        if command is not None:
+            if not isinstance(command, str) or not command.strip():
+                raise _fail(f"task {task_id!r}: command must be a non-empty string", where)
+            try:
+                check_template(command)
+            except TemplateRenderError as exc:
+                raise _fail(f"task {task_id!r}: {exc}", where) from None
+        self.upstream_ids: set[str] = set()
+        self._pending_upstream: list[tuple[str, tuple[str | None, int | None]]] = []
+        dag._add(self, where)
+
+    @property
+    def retry_policy(self) -> RetryPolicy:
+        return RetryPolicy.of(self)
+
+    # -- wiring -----------------------------------------------------------------
+    def _resolve(self, other: Task | str, where: tuple[str | None, int | None]) -> Task | str:
+        if isinstance(other, Task):
+            if other.dag is not self.dag:
+                raise _fail(
+                    f"task {other.task_id!r} belongs to DAG {other.dag.dag_id!r}, "
+                    f"not {self.dag.dag_id!r}",
+                    where,
+                )
+            return other
+        if isinstance(other, str):
+            return other
+        raise _fail(f"cannot set a dependency on {other!r}: expected a task or a task id", where)
+
+    def set_downstream(self, others: Task | str | Iterable[Task | str]) -> None:
+        where = _caller()
+        for other in _as_list(others):
+            other = self._resolve(other, where)
+            if isinstance(other, Task):
+                other.upstream_ids.add(self.task_id)
+            else:
+                self.dag._pending.append((self.task_id, other, where))
+
+    def set_upstream(self, others: Task | str | Iterable[Task | str]) -> None:
+        where = _caller()
+        for other in _as_list(others):
+            other = self._resolve(other, where)
+            if isinstance(other, Task):
+                self.upstream_ids.add(other.task_id)
+            else:
+                self.dag._pending.append((other, self.task_id, where))
+
+    def __rshift__(self, other: Any) -> Any:
+        self.set_downstream(other)
+        return other
+
+    def __lshift__(self, other: Any) -> Any:
+        self.set_upstream(other)
+        return other
+
+    def __rrshift__(self, other: Any) -> Task:  # [a, b] >> self
+        self.set_upstream(other)
+        return self
+
+    def __rlshift__(self, other: Any) -> Task:  # [a, b] << self
+        self.set_downstream(other)
+        return self
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Calling a python task calls its function (handy in unit tests)."""
+        if self.fn is None:
+            raise TypeError(f"shell task {self.task_id!r} is not callable")
+        return self.fn(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"<Task {self.dag.dag_id}.{self.task_id}>"
+
+
+def _as_list(value: Any) -> list[Any]:
+    if isinstance(value, Task | str):
+        return [value]
+    if isinstance(value, Iterable):
+        return list(value)
+    return [value]
+
+
+class DAG:
+    """A workflow: tasks, their dependencies, a schedule and its policies.
+
+    ``schedule`` is a cron string (5 fields, or 6 with seconds last), a preset
+    (``@hourly``, ``@daily``...), a ``timedelta``, ``"@once"`` or ``None`` (manual
+    only), always evaluated in ``timezone``. A naive ``start_date`` is read in that
+    timezone when ``timezone`` is given explicitly, and is an error otherwise.
+    """
+
+    def __init__(
+        self,
+        dag_id: str,
+        *,
+        schedule: str | timedelta | None = None,
+        timezone: str | None = None,
+        start_date: datetime | None = None,
+        end_date: datetime | None = None,
+        description: str | None = None,
+        tags: Iterable[str] = (),
+        params: dict[str, Any] | None = None,
+        misfire: str = "coalesce",
+        misfire_grace: timedelta | float = timedelta(minutes=5),
+        catchup_window: timedelta | float | None = None,
+        max_active_runs: int | None = None,
+        overlap: str = "allow",
+        default_retries: int = 0,
+        retry_delay: timedelta | float = timedelta(seconds=30),
+        retry_exponential: bool = True,
+        max_retry_delay: timedelta | float = timedelta(hours=1),
+        default_timeout: timedelta | float | None = None,
+        default_queue: str = "default",
+        paused: bool = False,
+        alerts: Iterable[Any] | None = None,
+        deadline: timedelta | float | None = None,
+        on_failure: Callable[..., Any] | None = None,
+        on_success: Callable[..., Any] | None = None,
+        on_retry: Callable[..., Any] | None = None,
+        on_missed: Callable[..., Any] | None = None,
+    ) -> None:
+        where = _caller()
+        self.fileloc, self.lineno = where
+        self.dag_id = _check_id("dag_id", dag_id, where)
+        self.description = description
+        self.tags = [str(t) for t in tags]
+        self.params = dict(params or {})
+        try:
+            json.dumps(self.params)
+        except TypeError as exc:
+            raise _fail(f"DAG {dag_id!r}: params must be JSON-serialisable: {exc}", where) from None
+        explicit_tz = timezone is not None
+        self.timezone = timezone or "UTC"
+        try:
+            zone = ZoneInfo(self.timezone)
+        except (ZoneInfoNotFoundError, ValueError, TypeError):
+            raise _fail(f"DAG {dag_id!r}: unknown timezone {self.timezone!r}", where) from None
+        self.start_date = self._aware(dag_id, "start_date", start_date, zone, explicit_tz, where)
+        self.end_date = self._aware(dag_id, "end_date", end_date, zone, explicit_tz, where)
+        if misfire not in MISFIRE_POLICIES:
+            raise _fail(
+                f"DAG {dag_id!r}: misfire must be one of {MISFIRE_POLICIES}, got {misfire!r}", where
+            )
+        if overlap not in OVERLAP_POLICIES:
+            raise _fail(
+                f"DAG {dag_id!r}: overlap must be one of {OVERLAP_POLICIES}, got {overlap!r}", where
+            )
+        if max_active_runs is None:
+            max_active_runs = 16 if overlap == "allow" else 1
+        if (
+            not isinstance(max_active_runs, int)
+            or isinstance(max_active_runs, bool)
+            or max_active_runs < 1
+        ):
+            raise _fail(f"DAG {dag_id!r}: max_active_runs must be an integer >= 1", where)
+        if overlap != "allow" and max_active_runs != 1:
+            raise _fail(
+                f"DAG {dag_id!r}: max_active_runs={max_active_runs} needs overlap='allow'; "
+                f"overlap={overlap!r} runs one run at a time",
+                where,
+            )
+        self.misfire = misfire
+        self.misfire_grace = _as_timedelta("misfire_grace", misfire_grace, where)
+        self.catchup_window = _as_timedelta("catchup_window", catchup_window, where)
+        self.max_active_runs = max_active_runs
+        self.overlap = overlap
+        if (
+            not isinstance(default_retries, int)
+            or isinstance(default_retries, bool)
+            or default_retries < 0
+        ):
+            raise _fail(f"DAG {dag_id!r}: default_retries must be an integer >= 0", where)
+        self.default_retries = default_retries
+        self.retry_delay = _as_timedelta("retry_delay", retry_delay, where)
+        self.retry_exponential = bool(retry_exponential)
+        self.max_retry_delay = _as_timedelta("max_retry_delay", max_retry_delay, where)
+        self.default_timeout = _as_timedelta("default_timeout", default_timeout, where)
+        self.default_queue = default_queue
+        self.paused = bool(paused)
+        hooks = {"on_failure": on_failure, "on_success": on_success}
+        hooks.update(on_retry=on_retry, on_missed=on_missed)
+        self.alerts, self.deadline, self.callbacks = alert_options(
+            f"DAG {dag_id!r}", alerts, deadline, hooks, where
+        )
+        try:
+            self.schedule: Schedule = parse_schedule(
+                schedule, timezone=self.timezone, start=self.start_date, end=self.end_date
+            )
+        except ScheduleError as exc:
+            raise _fail(f"DAG {dag_id!r}: {exc}", where) from None
+        self.tasks: dict[str, Task] = {}
+        self._pending: list[tuple[str, str, tuple[str | None, int | None]]] = []
+        _created.append(self)
+
+    @staticmethod
+    def _aware(
+        dag_id: str,
+        name: str,
+        value: datetime | None,
+        zone: ZoneInfo,
+        explicit_tz: bool,
+        where: Any,
+    ) -> datetime | None:
+        if value is None:
+            return None
+        if not isinstance(value, datetime):
+            raise _fail(f"DAG {dag_id!r}: {name} must be a datetime, got {value!r}", where)
+        if value.tzinfo is None:
+            if not explicit_tz:
+                raise _fail(
+                    f"DAG {dag_id!r}: {name} {value.isoformat()} is naive (no tzinfo): give it "
+                    f"a tzinfo, e.g. datetime(..., tzinfo=UTC), or pass timezone= to read it "
+                    f"in that zone",
+                    where,
+                )
+            value = value.replace(tzinfo=zone)
+        return value
+
+    # -- context manager --------------------------------------------------------
+    def __enter__(self) -> DAG:
+        _active.append(self)
+        return self
+
+    def __exit__(self, exc_type: Any, *_: Any) -> None:
+        _active.remove(self)
+        if exc_type is None:
+            self.validate()
+
+    # -- building ---------------------------------------------------------------
+    def _add(self, task_obj: Task, where: tuple[str | None, int | None]) -> None:
+        if task_obj.task_id in self.tasks:
+            first = self.tasks[task_obj.task_id]
+            raise _fail(
+                f"duplicate task_id {task_obj.task_id!r} in DAG {self.dag_id!r} "
+                f"(first defined at line {first.lineno})",
+                where,
+            )
+        self.tasks[task_obj.task_id] = task_obj
+
+    def shell(self, task_id: str, command: str, **options: Any) -> Task:
+        """A task that runs ``command`` (a Jinja2 template) with ``/bin/sh -c``."""
+        return Task(self, task_id, command=command, where=_caller(), **options)
+
+    def task(self, fn: Callable[..., Any] | None = None, **options: Any) -> Any:
+        """``@dag.task``: like :func:`task`, for a DAG not used as a context manager."""
+        return _make_task_decorator(self, fn, options)
+
+    def chain(self, *task_ids: str | Task) -> None:
+        """``dag.chain("a", "b", "c")`` is ``a >> b >> c`` by id."""
+        where = _caller()
+        names = [t.task_id if isinstance(t, Task) else t for t in task_ids]
+        for up, down in zip(names, names[1:], strict=False):
+            self._pending.append((up, down, where))
+
+    def validate(self) -> None:
+        """Resolve dependencies given by id and reject unknown tasks and cycles."""
+        for up, down, where in self._pending:
+            for name in (up, down):
+                if name not in self.tasks:
+                    raise _fail(
+                        f"DAG {self.dag_id!r}: dependency {up!r} >> {down!r} names unknown task {name!r}",
+                        where,
+                    )
+            self.tasks[down].upstream_ids.add(up)
+        self._pending.clear()
+        graph = self.graph()
+        try:
+            cycle = nx.find_cycle(graph)
+        except nx.NetworkXNoCycle:
+            return
+        path = " -> ".join([edge[0] for edge in cycle] + [cycle[0][0]])
+        first = self.tasks[cycle[0][0]]
+        raise _fail(f"DAG {self.dag_id!r} has a cycle: {path}", (first.fileloc, first.lineno))
+
+    def graph(self) -> nx.DiGraph:
+        graph = nx.DiGraph()
+        graph.add_nodes_from(self.tasks)
+        for t in self.tasks.values():
+            graph.add_edges_from((up, t.task_id) for up in t.upstream_ids)
+        return graph
+
+    def __repr__(self) -> str:
+        return f"<DAG {self.dag_id}>"
+
+
+def _make_task_decorator(
+    dag: DAG | None, fn: Callable[..., Any] | None, options: dict[str, Any]
+) -> Any:
+    where = _caller()
+
+    def decorate(func: Callable[..., Any]) -> Task:
+        if not callable(func):
+            raise _fail(f"@task needs a function, got {func!r}", where)
+        owner = dag or (_active[-1] if _active else None)
+        # options is not mutated: one task(...) decorator may be applied to several functions
+        rest = {k: v for k, v in options.items() if k != "task_id"}
+        task_id = options.get("task_id") or func.__name__
+        if owner is None:
+            raise _fail(f"task {task_id!r} is defined outside a DAG: use 'with DAG(...):'", where)
+        return Task(owner, task_id, fn=func, where=where, **rest)
+
+    if fn is not None:
+        return decorate(fn)
+    return decorate
+
+
+def task(fn: Callable[..., Any] | None = None, **options: Any) -> Any:
+    """Declare a Python task in the current DAG.
+
+    Use bare (``@task``) or with options (``@task(retries=3, timeout=60)``). The
+    function receives the task context. To make several tasks from one function,
+    give each an id: ``task(task_id=f"load_{n}")(load)``.
+    """
+    return _make_task_decorator(None, fn, options)
+
+
+def _branch(fn: Callable[..., Any] | None = None, **options: Any) -> Any:
+    """``@task.branch``: a task that returns which direct downstream task(s) to follow.
+
+    Return a task id, a list of ids, or None/[] to follow none; every other direct
+    downstream task is skipped, and the skip propagates by trigger rule::
+
+        @task.branch
+        def pick(ctx):
+            return "full_load" if ctx.params["full"] else "delta_load"
+    """
+    return _make_task_decorator(None, fn, {**options, "branch": True})
+
+
+task.branch = _branch  # type: ignore[attr-defined]

@@ -1,0 +1,325 @@
+"""Serialized DAGs: what the store keeps, and what the scheduler and UI work from.
+
+A :class:`DagSpec` is built from a DAG object by :func:`serialize_dag` (in the
+process that imported the DAG file) and rebuilt from its JSON by
+:meth:`DagSpec.from_json`, so nothing but the DAG processor and the task runner ever
+imports user code.
+
+>>> spec = DagSpec.from_json(serialize_dag(dag))    # doctest: +SKIP
+>>> spec.tasks["load"].upstream                     # doctest: +SKIP
+('extract',)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from functools import cached_property
+from typing import Any
+
+import networkx as nx
+
+from orchestrator.authoring.alerts import serialized
+from orchestrator.authoring.dag import DAG
+from orchestrator.scheduling.retry import RetryPolicy
+from orchestrator.scheduling.schedule import Schedule, parse_schedule
+
+
+def _seconds(value: timedelta | None) -> float | None:
+    return None if value is None else value.total_seconds()
+
+
+def _td(value: float | None) -> timedelta | None:
+    return None if value is None else timedelta(seconds=value)
+
+
+def _iso(value: datetime | None) -> str | None:
+    return None if value is None else value.isoformat()
+
+
+def serialize_dag(dag: DAG) -> dict[str, Any]:
+    sched = dag.schedule
+    if sched.kind == "interval":
+        raw: Any = {"interval": sched.interval.total_seconds()}
+    elif sched.kind == "cron":
+        raw = sched.expr
+    elif sched.kind == "once":
+        raw = "@once"
+    else:
+        raw = None
+    tasks = []
+    for t in dag.tasks.values():
+        tasks.append(
+            {
+                "task_id": t.task_id,
+                "kind": t.kind,
+                "command": t.command,
+                "upstream": sorted(t.upstream_ids),
+                "retries": t.retries,
+                "retry_delay": _seconds(t.retry_delay),
+                "retry_exponential": t.retry_exponential,
+                "max_retry_delay": _seconds(t.max_retry_delay),
+                "timeout": _seconds(t.timeout),
+                "trigger_rule": t.trigger_rule,
+                "queue": t.queue,
+                "description": t.description,
+                "env": t.env,
+                "lineno": t.lineno,
+                "branch": t.branch,
+                **({"pool": t.pool, "pool_slots": t.pool_slots} if t.pool else {}),
+                **serialized(t.alerts, t.callbacks),
+            }
+        )
+    return {
+        "dag_id": dag.dag_id,
+        "fileloc": dag.fileloc,
+        "lineno": dag.lineno,
+        "description": dag.description,
+        "schedule": raw,
+        "timezone": dag.timezone,
+        "start_date": _iso(dag.start_date),
+        "end_date": _iso(dag.end_date),
+        "tags": dag.tags,
+        "params": dag.params,
+        "misfire": dag.misfire,
+        "misfire_grace": _seconds(dag.misfire_grace),
+        "catchup_window": _seconds(dag.catchup_window),
+        "max_active_runs": dag.max_active_runs,
+        "overlap": dag.overlap,
+        "paused_at_creation": dag.paused,
+        "tasks": tasks,
+        **serialized(dag.alerts, dag.callbacks),
+        **({"deadline": _seconds(dag.deadline)} if dag.deadline else {}),
+    }
+
+
+def dumps(data: dict[str, Any]) -> str:
+    return json.dumps(data, sort_keys=True, separators=(",", ":"))
+
+
+def spec_hash(data: dict[str, Any]) -> str:
+    return hashlib.sha256(dumps(data).encode()).hexdigest()[:32]
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    task_id: str
+    kind: str
+    command: str | None
+    upstream: tuple[str, ...]
+    retries: int
+    retry_delay: timedelta
+    retry_exponential: bool
+    max_retry_delay: timedelta
+    timeout: timedelta | None
+    trigger_rule: str
+    queue: str
+    description: str | None
+    env: dict[str, str]
+    lineno: int | None
+    branch: bool = False
+    pool: str | None = None
+    pool_slots: int = 1
+    alerts: tuple[dict[str, Any], ...] = ()
+    callbacks: tuple[str, ...] = ()
+
+    @property
+    def max_tries(self) -> int:
+        return self.retries + 1
+
+    @property
+    def retry_policy(self) -> RetryPolicy:
+        return RetryPolicy.of(self)
+
+
+@dataclass(frozen=True)
+class DagSpec:
+    dag_id: str
+    fileloc: str
+    description: str | None
+    schedule_raw: Any
+    timezone: str
+    start_date: datetime | None
+    end_date: datetime | None
+    tags: tuple[str, ...]
+    params: dict[str, Any]
+    misfire: str
+    misfire_grace: timedelta
+    catchup_window: timedelta | None
+    max_active_runs: int
+    overlap: str
+    paused_at_creation: bool
+    tasks: dict[str, TaskSpec]
+    alerts: tuple[dict[str, Any], ...] = ()
+    callbacks: tuple[str, ...] = ()
+    deadline: timedelta | None = None
+
+    @cached_property
+    def schedule(self) -> Schedule:
+        raw = self.schedule_raw
+        if isinstance(raw, dict):
+            raw = timedelta(seconds=raw["interval"])
+        return parse_schedule(raw, timezone=self.timezone, start=self.start_date, end=self.end_date)
+
+    @cached_property
+    def downstream(self) -> dict[str, tuple[str, ...]]:
+        down: dict[str, list[str]] = {t: [] for t in self.tasks}
+        for t in self.tasks.values():
+            for up in t.upstream:
+                down[up].append(t.task_id)
+        return {k: tuple(v) for k, v in down.items()}
+
+    @cached_property
+    def graph(self) -> nx.DiGraph:
+        g = nx.DiGraph()
+        g.add_nodes_from(self.tasks)
+        for t in self.tasks.values():
+            g.add_edges_from((u, t.task_id) for u in t.upstream)
+        return g
+
+    @cached_property
+    def topological_order(self) -> tuple[str, ...]:
+        return tuple(nx.lexicographical_topological_sort(self.graph))
+
+    @cached_property
+    def leaves(self) -> tuple[str, ...]:
+        return tuple(t for t, d in self.downstream.items() if not d)
+
+    @cached_property
+    def _complements(self) -> dict[str, tuple[str, ...]]:
+        return {}
+
+    def upstream_complement(self, task_id: str) -> tuple[str, ...]:
+        """Every task of the DAG that is not an upstream task of ``task_id`` (cached)."""
+        others = self._complements.get(task_id)
+        if others is None:
+            ups = set(self.tasks[task_id].upstream)
+            others = self._complements[task_id] = tuple(x for x in self.tasks if x not in ups)
+        return others
+
+    def branch_targets(self, task_id: str, result: str | None) -> tuple[str, ...]:
+        """The direct downstream tasks a branch task chose, from its JSON result.
+
+        The result must be a task id, a list of ids, or null/[] (follow none), each a
+        direct downstream task of ``task_id``; otherwise ValueError says what is wrong.
+        """
+        value = None if result is None else json.loads(result)
+        chosen = [value] if isinstance(value, str) else value
+        if chosen is None:
+            chosen = []
+        down = self.downstream[task_id]
+        if not isinstance(chosen, list) or not all(isinstance(c, str) for c in chosen):
+            raise ValueError(
+                f"branch task {task_id!r} must return a task id or a list of task ids, got {result}"
+            )
+        unknown = [c for c in chosen if c not in down]
+        if unknown:
+            raise ValueError(
+                f"branch task {task_id!r} returned {', '.join(map(repr, unknown))}, not a "
+                f"direct downstream task (one of: {', '.join(down) or 'none'})"
+            )
+        return tuple(dict.fromkeys(chosen))
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> DagSpec:
+        tasks = {}
+        for t in data["tasks"]:
+            tasks[t["task_id"]] = TaskSpec(
+                task_id=t["task_id"],
+                kind=t["kind"],
+                command=t["command"],
+                upstream=tuple(t["upstream"]),
+                retries=t["retries"],
+                retry_delay=_td(t["retry_delay"]),
+                retry_exponential=t["retry_exponential"],
+                max_retry_delay=_td(t["max_retry_delay"]),
+                timeout=_td(t["timeout"]),
+                trigger_rule=t["trigger_rule"],
+                queue=t["queue"],
+                description=t["description"],
+                env=t.get("env") or {},
+                lineno=t["lineno"],
+                branch=t.get("branch", False),
+                pool=t.get("pool"),
+                pool_slots=t.get("pool_slots", 1),
+                alerts=tuple(t.get("alerts") or ()),
+                callbacks=tuple(t.get("callbacks") or ()),
+            )
+        return cls(
+            dag_id=data["dag_id"],
+            fileloc=data["fileloc"],
+            description=data["description"],
+            schedule_raw=data["schedule"],
+            timezone=data["timezone"],
+            start_date=datetime.fromisoformat(data["start_date"]) if data["start_date"] else None,
+            end_date=datetime.fromisoformat(data["end_date"]) if data["end_date"] else None,
+            tags=tuple(data["tags"]),
+            params=data["params"],
+            misfire=data["misfire"],
+            misfire_grace=_td(data["misfire_grace"]) or timedelta(0),
+            catchup_window=_td(data["catchup_window"]),
+            max_active_runs=data["max_active_runs"],
+            overlap=data["overlap"],
+            paused_at_creation=data["paused_at_creation"],
+            tasks=tasks,
+            alerts=tuple(data.get("alerts") or ()),
+            callbacks=tuple(data.get("callbacks") or ()),
+            deadline=_td(data.get("deadline")),
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> DagSpec:
+        return cls.from_dict(json.loads(text))
+
+
+_JSON_TYPES: tuple[tuple[type, str], ...] = (
+    (bool, "a boolean"),
+    (int, "an integer"),
+    (float, "a number"),
+    (str, "a string"),
+    (list, "a list"),
+    (dict, "an object"),
+)
+
+
+def _json_type(value: Any) -> str | None:
+    for kind, name in _JSON_TYPES:
+        if isinstance(value, kind):
+            return name
+    return None  # null: any value is accepted
+
+
+def validate_conf(spec: DagSpec, conf: Any) -> dict[str, Any]:
+    """Check a run's ``conf`` against the DAG's declared params; return the merged params.
+
+    Every key must be a declared param, and its value must have the JSON type of the
+    param's default (an integer is accepted for a number; a param whose default is
+    None accepts anything). Errors name the DAG and the param.
+
+    >>> spec = DagSpec.from_dict({**_EXAMPLE, "params": {"n": 1}})  # doctest: +SKIP
+    >>> validate_conf(spec, {"n": "x"})                                  # doctest: +SKIP
+    ConfigError: DAG 'd': param 'n' must be an integer (like its default 1), got a string 'x'
+    """
+    from orchestrator.errors import ConfigError
+
+    if not isinstance(conf, dict):
+        raise ConfigError(
+            f"DAG {spec.dag_id!r}: conf must be a JSON object, got {type(conf).__name__}"
+        )
+    for key, value in conf.items():
+        if key not in spec.params:
+            declared = ", ".join(sorted(spec.params)) or "none"
+            raise ConfigError(
+                f"DAG {spec.dag_id!r}: unknown param {key!r} (declared params: {declared})"
+            )
+        want = _json_type(spec.params[key])
+        got = _json_type(value)
+        if want is None or got == want or (want == "a number" and got == "an integer"):
+            continue
+        raise ConfigError(
+            f"DAG {spec.dag_id!r}: param {key!r} must be {want} (like its default "
+            f"{json.dumps(spec.params[key])}), got {got or 'null'} {json.dumps(value)}"
+        )
+    return {**spec.params, **conf}

@@ -1,0 +1,291 @@
+"""Code that runs inside child processes: parsing DAG files and running task tries.
+
+Children are started from a forkserver, so they never inherit the parent's threads
+or database connections. Each sets itself to die with its parent (Linux
+``PR_SET_PDEATHSIG``) and leads its own process group, so the parent can kill it and
+any shell commands it started in one call.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import functools
+import importlib
+import io
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import traceback
+from datetime import datetime
+from multiprocessing.connection import Connection
+from typing import Any
+
+from orchestrator.authoring.loader import DagImportError, display_path, load_file
+
+_PR_SET_PDEATHSIG = 1
+_LOG_FORMAT = logging.Formatter("%(asctime)s %(levelname)s %(message)s")
+
+
+def die_with_parent() -> None:
+    with contextlib.suppress(Exception):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def _release_forkserver() -> None:
+    """Let the forkserver exit when the worker dies, so this child dies with it.
+
+    A forkserver child inherits the forkserver's "alive" pipe write end, and the
+    forkserver only exits once every holder of that pipe is gone. Kept open here,
+    a SIGKILLed worker would leave the forkserver (our parent) running, so
+    PR_SET_PDEATHSIG would never fire and the task would run on, orphaned. With it
+    closed, only the worker holds the pipe: worker dies -> forkserver sees EOF and
+    exits -> the kernel SIGKILLs this child.
+    """
+    with contextlib.suppress(Exception):
+        from multiprocessing import forkserver
+
+        server = forkserver._forkserver  # type: ignore[attr-defined]
+        fd = server._forkserver_alive_fd
+        if fd is not None:
+            server._forkserver_alive_fd = None
+            os.close(fd)
+
+
+def _child_setup() -> None:
+    die_with_parent()
+    _release_forkserver()
+    with contextlib.suppress(OSError):
+        os.setpgrp()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+# -- DAG parsing --------------------------------------------------------------------------
+def parse_server(conn: Connection, root: str) -> None:
+    """Parse DAG files, one at a time, until the parent hangs up (a parse pool child).
+
+    Between files it forgets what the last one imported from ``root`` (the DAG module
+    and helper modules next to it) and restores ``sys.path``, so every file sees its
+    helpers as they are now. A file that hangs or kills the interpreter takes only this
+    child with it: the parent reports that file and starts a new child for the rest.
+    """
+    _child_setup()
+    while True:
+        try:
+            path = conn.recv()
+        except (EOFError, OSError):
+            return
+        if path is None:
+            return
+        payload = parse_one(path, root)
+        try:
+            conn.send(payload)
+        except (BrokenPipeError, OSError):
+            return
+        except Exception as exc:  # noqa: BLE001 - pickling failed before anything was sent
+            conn.send({"error": f"{display_path(path)}: cannot send the parsed DAGs: {exc}"})
+
+
+def parse_one(path: str, root: str) -> dict[str, Any]:
+    """``{"dags": [...]}`` or ``{"error": ..., "traceback": ...}``; never raises."""
+    from orchestrator.authoring.spec import serialize_dag
+
+    modules, search_path = set(sys.modules), list(sys.path)
+    importlib.invalidate_caches()  # see helper files created since the last file
+    sink = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
+            dags = load_file(path)
+            payload: dict[str, Any] = {"dags": [serialize_dag(d) for d in dags]}
+    except DagImportError as exc:
+        payload = {"error": exc.message, "traceback": exc.tb}
+    except BaseException as exc:  # noqa: BLE001
+        payload = {
+            "error": f"{display_path(path)}: {type(exc).__name__}: {exc}",
+            "traceback": traceback.format_exc(),
+        }
+    finally:
+        _forget_imports(modules, root)
+        sys.path[:] = search_path
+    return payload
+
+
+def _forget_imports(before: set[str], root: str) -> None:
+    """Drop the modules imported since ``before`` that live under ``root`` (or nowhere)."""
+    prefix = os.path.join(os.path.abspath(root), "")
+    for name in set(sys.modules) - before:
+        module = sys.modules.get(name)
+        where = getattr(module, "__file__", None)
+        if name.startswith("orchestrator_dag_") or (
+            where and os.path.abspath(where).startswith(prefix)
+        ):
+            sys.modules.pop(name, None)
+
+
+# -- running tries ------------------------------------------------------------------------
+def task_child(conn: Connection) -> None:
+    """Serve task tries, one at a time, until the parent hangs up."""
+    _child_setup()
+    cache: dict[str, tuple[int, dict[str, Any]]] = {}
+    while True:
+        try:
+            job = conn.recv()
+        except (EOFError, OSError):
+            return
+        if job is None:
+            return
+        try:
+            outcome = run_try(job, cache)
+        except Exception as exc:  # noqa: BLE001 - e.g. the log file cannot be opened
+            outcome = {
+                "ok": False,
+                "error": f"cannot run the try: {type(exc).__name__}: {exc}",
+                "exit_status": None,
+            }
+        try:
+            conn.send(outcome)
+        except (BrokenPipeError, OSError):
+            return
+
+
+def _dags_of(path: str, cache: dict[str, tuple[int, dict[str, Any]]]) -> dict[str, Any]:
+    mtime = os.stat(path).st_mtime_ns
+    hit = cache.get(path)
+    if hit is None or hit[0] != mtime:
+        hit = cache[path] = (mtime, {d.dag_id: d for d in load_file(path)})
+    return hit[1]
+
+
+def run_try(job: dict[str, Any], cache: dict[str, tuple[int, dict[str, Any]]]) -> dict[str, Any]:
+    """Run one try described by ``job``; never raises."""
+    from orchestrator.authoring.context import TaskContext
+    from orchestrator.authoring.templating import render_command
+
+    os.makedirs(os.path.dirname(job["log_file"]), exist_ok=True)
+    logfile = open(job["log_file"], "a", buffering=1, encoding="utf-8")  # noqa: SIM115
+    # one logger for every try this child runs (a logger per task would make each
+    # setLevel walk all of them), writing to this try's log file only
+    logger = logging.getLogger("orchestrator.task")
+    logger.handlers.clear()
+    logger.propagate = False
+    if logger.level != logging.INFO:
+        logger.setLevel(logging.INFO)
+    handler = logging.StreamHandler(logfile)
+    handler.setFormatter(_LOG_FORMAT)
+    logger.addHandler(handler)
+    ctx = TaskContext(
+        dag_id=job["dag_id"],
+        run_id=job["run_id"],
+        task_id=job["task_id"],
+        logical_date=datetime.fromisoformat(job["logical_date"]),
+        data_interval_start=datetime.fromisoformat(job["data_interval_start"]),
+        data_interval_end=datetime.fromisoformat(job["data_interval_end"]),
+        try_number=job["try_number"],
+        params=job["params"],
+        idempotency_key=job["idempotency_key"],
+        log=logger,
+        upstream_ids=tuple(job["upstream"]),
+        _results=job["results"],
+    )
+    logger.info(
+        "starting dag_id=%s run_id=%s task_id=%s try=%s",
+        ctx.dag_id,
+        ctx.run_id,
+        ctx.task_id,
+        ctx.try_number,
+    )
+    try:
+        if job["kind"] == "shell":
+            command = render_command(job["command"], ctx.template_vars(job["timezone"]))
+            logger.info("command: %s", command)
+            handler.flush()
+            env = dict(os.environ)
+            env.update(job.get("env") or {})
+            env.update(
+                ORCHESTRATOR_DAG_ID=ctx.dag_id,
+                ORCHESTRATOR_RUN_ID=ctx.run_id,
+                ORCHESTRATOR_TASK_ID=ctx.task_id,
+                ORCHESTRATOR_TRY_NUMBER=str(ctx.try_number),
+                ORCHESTRATOR_IDEMPOTENCY_KEY=ctx.idempotency_key,
+            )
+            proc = subprocess.run(
+                ["/bin/sh", "-c", command],
+                stdout=logfile,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env=env,
+                cwd=job.get("cwd") or None,
+                preexec_fn=die_with_parent,
+                check=False,
+            )
+            if proc.returncode != 0:
+                return _failure(
+                    logger, f"command exited with status {proc.returncode}", proc.returncode
+                )
+            logger.info("command succeeded")
+            return {"ok": True, "result": None}
+        dags = _dags_of(job["fileloc"], cache)
+        dag = dags.get(job["dag_id"])
+        if dag is None or job["task_id"] not in dag.tasks:
+            return _failure(
+                logger,
+                f"{job['fileloc']} no longer defines task {job['dag_id']}.{job['task_id']}",
+                None,
+            )
+        fn = dag.tasks[job["task_id"]].fn
+        with contextlib.redirect_stdout(logfile), contextlib.redirect_stderr(logfile):
+            value = fn(ctx) if _takes_argument(fn) else fn()
+        result = None
+        if value is not None:
+            try:
+                result = json.dumps(value)
+            except (TypeError, ValueError) as exc:
+                return _failure(logger, f"return value is not JSON-serialisable: {exc}", None)
+            if len(result.encode()) > job["max_result_bytes"]:
+                return _failure(
+                    logger,
+                    f"return value is {len(result.encode())} bytes of JSON, over the "
+                    f"{job['max_result_bytes']}-byte limit (max_result_bytes)",
+                    None,
+                )
+        logger.info("succeeded")
+        return {"ok": True, "result": result}
+    except DagImportError as exc:
+        return _failure(logger, f"cannot import the DAG file: {exc.message}", None)
+    except BaseException as exc:  # noqa: BLE001 - the task's error, whatever it is
+        text = "".join(traceback.format_exception(exc))
+        logger.error("failed:\n%s", text.rstrip())
+        exit_status = (
+            exc.code if isinstance(exc, SystemExit) and isinstance(exc.code, int) else None
+        )
+        return {
+            "ok": False,
+            "error": f"{type(exc).__name__}: {exc}\n{text}",
+            "exit_status": exit_status,
+        }
+    finally:
+        handler.flush()
+        logger.removeHandler(handler)
+        logfile.close()
+        sys.stdout.flush()
+
+
+def _failure(logger: logging.Logger, message: str, exit_status: int | None) -> dict[str, Any]:
+    logger.error("failed: %s", message)
+    return {"ok": False, "error": message, "exit_status": exit_status}
+
+
+@functools.lru_cache(maxsize=1024)
+def _takes_argument(fn: Any) -> bool:
+    import inspect
+
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return True
+    return any(
+        p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL) for p in params
+    )

@@ -1,0 +1,548 @@
+"""The worker: claims task instances under leases and runs them in child processes.
+
+Children are long-lived (a DAG file is imported once per child, not once per try)
+and are killed and replaced when a try times out, crashes them, or loses its lease.
+The worker heartbeats all its leases in one statement and records each outcome with
+a write fenced on (id, try, owner, state).
+
+>>> worker = Worker(store, clock, settings, concurrency=4)   # doctest: +SKIP
+>>> worker.run_until_idle()                                  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import multiprocessing
+import os
+import select
+import signal
+import socket
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from multiprocessing.connection import Connection, wait
+from typing import Any
+
+from orchestrator.clock import Clock
+from orchestrator.engine.runner import task_child
+from orchestrator.settings import Settings
+from orchestrator.store import Store
+from orchestrator.store.records import Claim
+from orchestrator.store.task_store import idempotency_key
+
+log = logging.getLogger(__name__)
+# a round waits up to GATHER_SECONDS for tries started in the last GATHER_RECENT seconds
+GATHER_SECONDS = 0.002
+GATHER_RECENT = 0.05
+
+
+def mp_context() -> Any:
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(
+        [
+            "orchestrator.engine.runner",
+            "orchestrator.authoring.dag",
+            "orchestrator.authoring.context",
+        ]
+    )
+    return ctx
+
+
+@dataclass
+class _Slot:
+    process: Any
+    conn: Connection
+    claim: Claim | None = None
+    deadline: float | None = None  # monotonic
+    timeout: float | None = None  # seconds, for the message
+    confirmed: float = 0.0  # monotonic time the lease was last confirmed (claim, heartbeat)
+    started: float = 0.0  # monotonic time the current try was handed to the child
+
+    def kill(self) -> None:
+        pid = self.process.pid
+        if pid:
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+        self.process.join(5)
+        self.conn.close()
+
+
+class Worker:
+    def __init__(
+        self,
+        store: Store,
+        clock: Clock,
+        settings: Settings,
+        *,
+        worker_id: str | None = None,
+        concurrency: int | None = None,
+        queues: tuple[str, ...] = ("default",),
+        wake: threading.Event | None = None,
+        on_finish: threading.Event | None = None,
+    ) -> None:
+        self.store = store
+        self.clock = clock
+        self.settings = settings
+        self.id = worker_id or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+        self.concurrency = concurrency or settings.worker_concurrency
+        self.queues = tuple(queues)
+        self.lease = timedelta(seconds=settings.lease_seconds)
+        self.wake = wake or threading.Event()
+        self.on_finish = on_finish
+        self._ctx = mp_context()
+        self._idle: list[_Slot] = []
+        self._busy: list[_Slot] = []
+        self._last_heartbeat = time.monotonic()
+        self._registered = False
+        self.draining = False
+        # finished tries not yet recorded: (claim, ok, result-or-error, exit, try_state, at)
+        self._outbox: list[tuple[Claim, bool, Any, int | None, str, datetime]] = []
+        self._claim_hint = True  # run_forever: a claim may find something
+        self._last_claim = 0.0  # monotonic
+        self.released = 0  # downstream tasks this worker queued itself when finishing
+        self.ready = threading.Event()  # run_forever: children started, worker registered
+
+    # -- children --------------------------------------------------------------------------
+    def _spawn(self) -> _Slot:
+        parent, child = self._ctx.Pipe()
+        process = self._ctx.Process(
+            target=task_child, args=(child,), daemon=True, name="task-runner"
+        )
+        process.start()
+        child.close()
+        return _Slot(process, parent)
+
+    def _free_slot(self) -> _Slot:
+        while self._idle:
+            slot = self._idle.pop()
+            if slot.process.is_alive():
+                return slot
+            slot.conn.close()
+        return self._spawn()
+
+    def _register(self, now: datetime) -> None:
+        if not self._registered:
+            self.store.register_worker(
+                self.id, socket.gethostname(), os.getpid(), list(self.queues), now
+            )
+            self._registered = True
+
+    def warm_up(self) -> None:
+        """Start the task children now, so the first tries do not wait for them
+        (``run_forever`` calls this before it registers and claims)."""
+        while len(self._idle) + len(self._busy) < self.concurrency:
+            self._idle.append(self._spawn())
+
+    @property
+    def running(self) -> int:
+        return len(self._busy)
+
+    # -- the loop --------------------------------------------------------------------------
+    def tick(
+        self,
+        now: datetime,
+        *,
+        wait_seconds: float = 0.0,
+        claim: bool = True,
+        extra: Any = (),
+    ) -> int:
+        """Collect finished tries, enforce timeouts, heartbeat, claim and dispatch.
+
+        Returns how many tries finished or started in this tick. ``claim=False`` skips
+        the claim transaction (``run_forever`` when it knows nothing new is claimable).
+        """
+        self._register(now)
+        activity = self._collect(now, wait_seconds, extra)
+        self._enforce_timeouts(now)
+        if time.monotonic() - self._last_heartbeat >= self.settings.heartbeat_seconds:
+            try:
+                self.heartbeat(now)
+            except Exception as exc:  # noqa: BLE001 - the database may be down: fence below
+                log.warning("heartbeat failed (%s); will retry", str(exc).splitlines()[0])
+        self._self_fence()
+        free = self._free_slots()
+        if free > 0 and (claim or self._claim_hint):
+            if activity:  # time has passed since `now`: stamp the claim with the present
+                now = max(now, self.clock.now())
+            self._last_claim = time.monotonic()
+            claims = self.store.claim(
+                self.id, now, self.lease, limit=free, queues=self.queues, results=True
+            )
+            # a full batch may leave more behind; a short one means nothing else is ready
+            self._claim_hint = len(claims) == free
+            for c in claims:
+                self._dispatch(c, now)
+            activity += len(claims)
+        return activity
+
+    def heartbeat(self, now: datetime) -> None:
+        held = {(s.claim.ti_id, s.claim.try_number) for s in self._busy if s.claim}
+        self._last_heartbeat = time.monotonic()
+        started = time.monotonic()
+        kept = self.store.heartbeat(self.id, held, now, self.lease)
+        if not held:
+            return
+        for slot in self._busy:
+            if slot.claim and (slot.claim.ti_id, slot.claim.try_number) in kept:
+                slot.confirmed = started
+        for slot in list(self._busy):
+            if slot.claim and (slot.claim.ti_id, slot.claim.try_number) not in kept:
+                log.error(
+                    "lease lost for dag_id=%s run_id=%s task_id=%s try=%s: stopping it",
+                    slot.claim.dag_id,
+                    slot.claim.run_id,
+                    slot.claim.task_id,
+                    slot.claim.try_number,
+                )
+                self._busy.remove(slot)
+                slot.kill()
+
+    def _self_fence(self) -> None:
+        """Stop tries whose lease could not be confirmed in time, before it can expire.
+
+        If heartbeats fail (database unreachable, network cut), the scheduler will soon
+        reap these leases and another worker will run the tasks: this worker must not
+        still be running them then. The margin is a fifth of the lease.
+        """
+        limit = self.settings.lease_seconds * 0.8
+        mono = time.monotonic()
+        for slot in list(self._busy):
+            if slot.claim is not None and mono - slot.confirmed > limit:
+                log.error(
+                    "cannot confirm the lease of dag_id=%s run_id=%s task_id=%s try=%s for "
+                    "%.0fs: stopping it before the lease expires",
+                    slot.claim.dag_id,
+                    slot.claim.run_id,
+                    slot.claim.task_id,
+                    slot.claim.try_number,
+                    mono - slot.confirmed,
+                )
+                self._busy.remove(slot)
+                slot.kill()
+
+    def _dispatch(self, claim: Claim, now: datetime) -> None:
+        try:
+            spec = self.store.spec(claim.dag_id, claim.version_hash)
+            task = spec.tasks[claim.task_id]
+        except Exception as exc:  # noqa: BLE001
+            self.store.finish_failure(claim, f"cannot prepare the try: {exc}", None, now)
+            return
+        params = dict(spec.params)
+        params.update(claim.conf)
+        job = {
+            "dag_id": claim.dag_id,
+            "run_id": claim.run_id,
+            "task_id": claim.task_id,
+            "try_number": claim.try_number,
+            "logical_date": claim.logical_date.isoformat(),
+            "data_interval_start": claim.data_interval_start.isoformat(),
+            "data_interval_end": claim.data_interval_end.isoformat(),
+            "params": params,
+            "idempotency_key": idempotency_key(claim.dag_id, claim.run_id, claim.task_id),
+            "upstream": list(task.upstream),
+            "results": claim.upstream_results or {},
+            "kind": task.kind,
+            "command": task.command,
+            "env": task.env,
+            "timezone": spec.timezone,
+            "fileloc": spec.fileloc,
+            "cwd": os.path.dirname(spec.fileloc),
+            "log_file": os.path.join(self.settings.log_dir, claim.log_path),
+            "max_result_bytes": self.settings.max_result_bytes,
+        }
+        slot = self._free_slot()
+        slot.claim = claim
+        slot.confirmed = slot.started = time.monotonic()
+        timeout = task.timeout.total_seconds() if task.timeout else None
+        slot.deadline = time.monotonic() + timeout if timeout else None
+        slot.timeout = timeout
+        try:
+            slot.conn.send(job)
+        except (BrokenPipeError, OSError):
+            slot.kill()
+            slot = self._spawn()
+            slot.claim = claim
+            slot.confirmed = slot.started = time.monotonic()
+            slot.deadline = time.monotonic() + timeout if timeout else None
+            slot.timeout = timeout
+            slot.conn.send(job)
+        self._busy.append(slot)
+        log.info(
+            "started dag_id=%s run_id=%s task_id=%s try=%s",
+            claim.dag_id,
+            claim.run_id,
+            claim.task_id,
+            claim.try_number,
+        )
+
+    def _collect(self, now: datetime, wait_seconds: float, extra: Any = ()) -> int:
+        if not self._busy:
+            return 0
+        ready = wait(
+            [s.conn for s in self._busy] + [s.process.sentinel for s in self._busy] + list(extra),
+            wait_seconds,
+        )
+        if not ready:
+            return 0
+        if wait_seconds:
+            ready += self._gather(ready)
+        done = 0
+        now = self.clock.now() if wait_seconds else now
+        for slot in list(self._busy):
+            if slot.conn not in ready and slot.process.sentinel not in ready:
+                continue
+            claim = slot.claim
+            assert claim is not None
+            outcome: dict[str, Any] | None = None
+            try:
+                if slot.conn.poll():
+                    outcome = slot.conn.recv()
+            except (EOFError, OSError):
+                outcome = None
+            self._busy.remove(slot)
+            if outcome is None:
+                slot.process.join(1)
+                code = slot.process.exitcode
+                slot.kill()
+                reason = _describe_exit(code)
+                self._outbox.append(
+                    (claim, False, f"the task process died: {reason}", code, "crashed", now)
+                )
+            else:
+                slot.claim, slot.deadline = None, None
+                self._idle.append(slot)
+                if outcome["ok"]:
+                    self._outbox.append((claim, True, outcome.get("result"), 0, "success", now))
+                else:
+                    self._outbox.append(
+                        (claim, False, outcome["error"], outcome.get("exit_status"), "failed", now)
+                    )
+            done += 1
+        self._flush()
+        return done
+
+    def _gather(self, ready: list[Any]) -> list[Any]:
+        """Once one child has finished, give the others started with it a moment
+        (``GATHER_SECONDS``) to finish too, so a burst of short tries is recorded in one
+        round (one transaction) instead of in a round each. Only tries started in the
+        last ``GATHER_RECENT`` seconds are waited for: a long task never delays a round,
+        and a lone try (a chain) is not waited for at all."""
+        mono = time.monotonic()
+        waiting = [
+            s.conn
+            for s in self._busy
+            if s.conn not in ready
+            and s.process.sentinel not in ready
+            and mono - s.started < GATHER_RECENT
+        ]
+        gathered: list[Any] = []
+        end = mono + GATHER_SECONDS
+        while waiting:
+            got = wait(waiting, max(0.0, end - time.monotonic()))
+            if not got:
+                break
+            gathered += got
+            waiting = [c for c in waiting if c not in got]
+        return gathered
+
+    def _flush(self) -> int:
+        """Record finished tries, oldest first. If the database is unreachable, keep them
+        and try again next tick: an outcome is never dropped because of an outage.
+
+        Consecutive successes are recorded in one transaction, which also queues the
+        downstream tasks they unblock (``store.finish_successes``) and, for the last
+        batch when slots are free, claims what is ready in the same transaction
+        (``store.finish_and_claim``): one commit per round. The scheduler is woken only
+        when something is left that it alone decides (a failure, another trigger rule,
+        a finished run), so it does not tick once per task.
+        """
+        recorded = 0
+        wake_scheduler = False
+        claimed: tuple[list[Claim], datetime] | None = None  # and when they were claimed
+        while self._outbox:
+            claim, ok, payload, exit_status, try_state, at = self._outbox[0]
+            try:
+                if ok:
+                    batch = []
+                    for item in self._outbox:
+                        if not item[1] or len(batch) >= 64:
+                            break
+                        batch.append((item[0], item[2], item[5]))
+                    free = self._free_slots()
+                    if len(batch) == len(self._outbox) and free > 0:
+                        claimed_at = self.clock.now()
+                        done, claims = self.store.finish_and_claim(
+                            batch, self.id, claimed_at, self.lease, limit=free, queues=self.queues
+                        )
+                        claimed = (claims, claimed_at)
+                        self._last_claim = time.monotonic()
+                        # a full batch may leave more behind; a short one: nothing else
+                        self._claim_hint = len(claims) == free
+                    else:
+                        done = self.store.finish_successes(batch)
+                    wake_scheduler = wake_scheduler or any(
+                        f.needs_scheduler or not f.recorded for f in done
+                    )
+                    self.released += sum(f.released for f in done)
+                    del self._outbox[: len(batch)]
+                    recorded += len(batch)
+                    continue
+                self.store.finish_failure(claim, payload, exit_status, at, try_state=try_state)
+            except Exception as exc:  # noqa: BLE001 - database down: retry next tick
+                log.warning(
+                    "cannot record %d finished tr%s yet (%s); will retry",
+                    len(self._outbox),
+                    "y" if len(self._outbox) == 1 else "ies",
+                    str(exc).splitlines()[0],
+                )
+                break
+            wake_scheduler = True
+            self._outbox.pop(0)
+            recorded += 1
+        if recorded:
+            if claimed is None:  # retries and released downstream tasks may be claimable
+                self._claim_hint = True
+            if wake_scheduler and self.on_finish is not None:
+                self.on_finish.set()
+        if claimed is not None:
+            for c in claimed[0]:
+                self._dispatch(c, claimed[1])
+        return recorded
+
+    def _free_slots(self) -> int:
+        return 0 if self.draining else self.concurrency - len(self._busy)
+
+    def _enforce_timeouts(self, now: datetime) -> None:
+        mono = time.monotonic()
+        for slot in list(self._busy):
+            if slot.deadline is not None and mono > slot.deadline and slot.claim is not None:
+                claim = slot.claim
+                self._busy.remove(slot)
+                slot.kill()
+                limit = timedelta(seconds=round(slot.timeout or 0, 3))
+                message = f"timed out after {limit} and was killed"
+                self._outbox.append((claim, False, message, None, "timeout", now))
+        self._flush()
+
+    def run_until_idle(self, timeout: float = 120.0) -> None:
+        """Burst mode: work until nothing is running or claimable (for tests and tools)."""
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            activity = self.tick(self.clock.now(), wait_seconds=0.05)
+            if not activity and not self._busy and not self._outbox:
+                return
+        raise TimeoutError(f"worker still busy after {timeout}s")
+
+    def run_forever(self, stop: threading.Event) -> None:
+        log.info(
+            "worker %s started: queues=%s concurrency=%s",
+            self.id,
+            ",".join(self.queues),
+            self.concurrency,
+        )
+        poll = self.settings.worker_poll_seconds
+        try:
+            self.warm_up()
+            self._register(self.clock.now())
+        except Exception:  # noqa: BLE001 - the loop retries registering
+            log.exception("worker start-up failed; retrying in the loop")
+        self.ready.set()
+        while not stop.is_set():
+            try:
+                if self.wake.is_set() or _pending(self.wake):  # released: claim at once
+                    self.wake.clear()  # (also drains a WakeEvent's pipe: no busy loop)
+                    self._claim_hint = True
+                if time.monotonic() - self._last_claim >= poll:
+                    self._claim_hint = True  # the polling fallback (retries coming due)
+                activity = self.tick(self.clock.now(), wait_seconds=0.0, claim=False)
+                if activity:
+                    continue
+                if self._busy:
+                    # wait for a child's result, or a wakeup when tasks are released
+                    wake_fd = _fileno(self.wake)
+                    self.tick(
+                        self.clock.now(),
+                        wait_seconds=min(0.2, poll),
+                        claim=False,
+                        extra=[wake_fd] if wake_fd is not None else (),
+                    )
+                elif not self._claim_hint:
+                    self.wake.wait(poll)
+            except Exception:
+                log.exception("worker tick failed; retrying")
+                stop.wait(1.0)
+        self.drain()
+        self.close()
+
+    def drain(self, timeout: float | None = None) -> None:
+        """Stop claiming; let running tries finish for ``drain_seconds``; hand back the rest.
+
+        A handed-back task instance is queued again at once for another worker, and the
+        interrupted try does not count against its retries.
+        """
+        self.draining = True
+        timeout = self.settings.drain_seconds if timeout is None else timeout
+        if self._busy:
+            log.info(
+                "draining: waiting up to %.0fs for %d running task(s)", timeout, len(self._busy)
+            )
+        end = time.monotonic() + timeout
+        while self._busy and time.monotonic() < end:
+            try:
+                self.tick(self.clock.now(), wait_seconds=0.2)
+            except Exception:  # noqa: BLE001
+                log.exception("worker tick failed while draining")
+                time.sleep(0.5)
+        for slot in list(self._busy):
+            self._busy.remove(slot)
+            slot.kill()
+            claim = slot.claim
+            if claim is None:
+                continue
+            try:
+                self.store.hand_back(claim, self.clock.now())
+            except Exception:  # noqa: BLE001 - its lease will expire and it will be retried
+                log.exception("could not hand back task_id=%s", claim.task_id)
+
+    def close(self) -> None:
+        """Stop all children. Running tries are abandoned; their leases will expire."""
+        for slot in self._idle + self._busy:
+            with contextlib.suppress(BrokenPipeError, OSError):
+                slot.conn.send(None)
+            slot.kill()
+        self._idle.clear()
+        self._busy.clear()
+        if self._registered:
+            try:
+                self.store.worker_stopped(self.id, self.clock.now())
+            except Exception:  # noqa: BLE001
+                log.warning("could not mark worker %s stopped", self.id)
+
+
+def _fileno(event: Any) -> int | None:
+    """The wake event's file descriptor (``wakeup.WakeEvent``), if it has one."""
+    fileno = getattr(event, "fileno", None)
+    return fileno() if fileno is not None else None
+
+
+def _pending(event: Any) -> bool:
+    """True if a WakeEvent's pipe holds a wakeup (its flag may race with the pipe)."""
+    fd = _fileno(event)
+    return fd is not None and bool(select.select([fd], [], [], 0)[0])
+
+
+def _describe_exit(code: int | None) -> str:
+    if code is None:
+        return "no exit status"
+    if code < 0:
+        try:
+            return f"killed by signal {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exited with code {code}"

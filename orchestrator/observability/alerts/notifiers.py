@@ -1,0 +1,115 @@
+"""Sending one alert: webhook (HTTP POST of JSON), email (SMTP), Python callback.
+
+Each ``send_*`` raises :class:`DeliveryError` on failure; the delivery loop retries.
+Callbacks run in a child process that imports the DAG file, never in the scheduler.
+"""
+
+from __future__ import annotations
+
+import json
+import smtplib
+import traceback
+import urllib.error
+import urllib.request
+from email.message import EmailMessage
+from multiprocessing.connection import Connection
+from typing import Any
+
+from orchestrator.settings import Settings
+
+
+class DeliveryError(Exception):
+    """One delivery attempt failed; ``retry`` says whether trying again may help."""
+
+    def __init__(self, message: str, *, retry: bool = True) -> None:
+        super().__init__(message)
+        self.retry = retry
+
+
+def send_webhook(url: str, payload: dict[str, Any], timeout: float) -> None:
+    body = json.dumps(payload).encode()
+    request = urllib.request.Request(
+        url, data=body, method="POST",
+        headers={"Content-Type": "application/json", "User-Agent": "orchestrator-alerts/1"},
+    )  # fmt: skip
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310
+            response.read()
+    except urllib.error.HTTPError as exc:
+        raise DeliveryError(
+            f"POST {url}: HTTP {exc.code}", retry=exc.code >= 500 or exc.code == 429
+        ) from None
+    except (urllib.error.URLError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        raise DeliveryError(f"POST {url}: {reason}") from None
+
+
+def send_email(to: list[str], payload: dict[str, Any], settings: Settings) -> None:
+    msg = EmailMessage()
+    where = " ".join(str(payload[k]) for k in ("dag_id", "run_id", "task_id") if payload.get(k))
+    msg["Subject"] = f"[orchestrator] {payload['kind']}: {where}"
+    msg["From"] = settings.smtp_from
+    msg["To"] = ", ".join(to)
+    msg.set_content(f"{payload['message']}\n\n{json.dumps(payload, indent=2)}\n")
+    try:
+        with smtplib.SMTP(
+            settings.smtp_host, settings.smtp_port, timeout=settings.alert_timeout
+        ) as s:
+            s.send_message(msg)
+    except (smtplib.SMTPException, OSError) as exc:
+        raise DeliveryError(f"SMTP {settings.smtp_host}:{settings.smtp_port}: {exc}") from None
+
+
+def callback_child(target: list[str], payload: dict[str, Any], conn: Connection) -> None:
+    """In a child process: import the DAG file and call the declared hook."""
+    from orchestrator.engine.runner import _child_setup
+
+    _child_setup()
+    fileloc, dag_id, task_id, hook = target
+    try:
+        from orchestrator.authoring.loader import load_file
+
+        dags = {d.dag_id: d for d in load_file(fileloc)}
+        owner: Any = dags[dag_id]
+        if task_id:
+            owner = owner.tasks[task_id]
+        owner.callbacks[hook](payload)
+        conn.send(None)
+    except BaseException as exc:  # noqa: BLE001 - the user's error, reported back
+        conn.send(f"{hook} raised {type(exc).__name__}: {exc}\n{traceback.format_exc()}")
+    conn.close()
+
+
+def send_callback(target: list[str], payload: dict[str, Any], timeout: float) -> None:
+    from orchestrator.engine.worker import mp_context
+
+    ctx = mp_context()
+    parent, child = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=callback_child, args=(target, payload, child), daemon=True)
+    proc.start()
+    child.close()
+    try:
+        if not parent.poll(timeout):
+            raise DeliveryError(f"callback {target[3]} took longer than {timeout}s: killed")
+        error = parent.recv()
+    except EOFError:
+        raise DeliveryError(f"callback {target[3]}: its process died") from None
+    finally:
+        if proc.is_alive():
+            proc.kill()
+        proc.join(5)
+        parent.close()
+    if error:
+        raise DeliveryError(error, retry=False)
+
+
+def send(notifier: dict[str, Any], payload: dict[str, Any], settings: Settings) -> None:
+    kind, target = notifier["kind"], notifier["target"]
+    if kind == "webhook":
+        send_webhook(target[0], payload, settings.alert_timeout)
+    elif kind == "email":
+        send_email(list(target), payload, settings)
+    elif kind == "callback":
+        send_callback(list(target), payload, max(settings.alert_timeout, 30.0))
+    else:
+        raise DeliveryError(f"unknown notifier {kind!r}", retry=False)

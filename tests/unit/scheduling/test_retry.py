@@ -1,0 +1,87 @@
+"""Retry backoff (orchestrator.scheduling.retry.RetryPolicy.delay_after)."""
+
+from __future__ import annotations
+
+import doctest
+from datetime import timedelta
+
+import pytest
+
+from orchestrator.scheduling import retry
+from orchestrator.scheduling.retry import RetryPolicy
+
+SECONDS = timedelta(seconds=1)
+
+
+def secs(policy: RetryPolicy, failed_try: int, key: str = "dag/run/task") -> float:
+    return policy.delay_after(failed_try, key).total_seconds()
+
+
+def test_exponential_growth_without_jitter():
+    p = RetryPolicy(retries=6, retry_delay=timedelta(seconds=10), jitter=False)
+    assert [secs(p, n) for n in range(1, 7)] == [10, 20, 40, 80, 160, 320]
+
+
+def test_linear_when_not_exponential():
+    p = RetryPolicy(retry_delay=timedelta(seconds=10), exponential=False, jitter=False)
+    assert [secs(p, n) for n in range(1, 5)] == [10, 10, 10, 10]
+
+
+def test_capped_at_max_retry_delay():
+    p = RetryPolicy(
+        retry_delay=timedelta(seconds=10), max_retry_delay=timedelta(seconds=45), jitter=False
+    )
+    assert [secs(p, n) for n in range(1, 7)] == [10, 20, 40, 45, 45, 45]
+
+
+def test_huge_try_numbers_saturate_at_the_cap():
+    p = RetryPolicy(retry_delay=timedelta(seconds=1), max_retry_delay=timedelta(hours=1))
+    assert secs(p, 5000) <= 3600
+    assert RetryPolicy(jitter=False).delay_after(10_000, "k") == timedelta(hours=1)
+
+
+def test_zero_delay_stays_zero():
+    p = RetryPolicy(retry_delay=timedelta(0))
+    assert [secs(p, n) for n in (1, 2, 10)] == [0, 0, 0]
+
+
+@pytest.mark.parametrize("key", [f"dag/run_{i}/task" for i in range(200)])
+def test_jitter_stays_within_half_and_all_of_the_delay(key):
+    p = RetryPolicy(retry_delay=timedelta(seconds=10), max_retry_delay=timedelta(seconds=300))
+    plain = RetryPolicy(
+        retry_delay=timedelta(seconds=10), max_retry_delay=timedelta(seconds=300), jitter=False
+    )
+    for n in range(1, 12):
+        d, full = secs(p, n, key), secs(plain, n, key)
+        assert full / 2 <= d <= full, (key, n, d, full)
+
+
+def test_jitter_is_deterministic_per_key_and_spreads_keys():
+    p = RetryPolicy(retry_delay=timedelta(seconds=100))
+    assert secs(p, 3, "a/b/c") == secs(p, 3, "a/b/c")
+    assert RetryPolicy(retry_delay=timedelta(seconds=100)).delay_after(3, "a/b/c") == p.delay_after(
+        3, "a/b/c"
+    )
+    spread = {secs(p, 1, f"dag/run/task_{i}") for i in range(50)}
+    assert len(spread) > 40  # many tasks failing together do not retry in lockstep
+
+
+@pytest.mark.parametrize(
+    ("delay", "cap"), [(10, 3600), (10, 15), (10, 25), (1, 1), (30, 29), (7, 1000)]
+)
+def test_delays_never_decrease_across_tries_even_at_the_cap(delay, cap):
+    p = RetryPolicy(retry_delay=timedelta(seconds=delay), max_retry_delay=timedelta(seconds=cap))
+    for i in range(300):
+        key = f"dag/run/task_{i}"
+        delays = [secs(p, n, key) for n in range(1, 20)]
+        assert delays == sorted(delays), (key, delays)
+        assert max(delays) <= cap
+
+
+def test_max_tries():
+    assert RetryPolicy(retries=0).max_tries == 1
+    assert RetryPolicy(retries=3).max_tries == 4
+
+
+def test_doctests():
+    assert doctest.testmod(retry).failed == 0

@@ -1,0 +1,123 @@
+"""The package tree is the architecture (docs/architecture.md): imports read one way,
+cli -> engine/observability -> store -> authoring -> scheduling -> ground floor, and no
+module of orchestrator/ or webui/ takes part in an import circle, lazy imports included.
+
+A new module is checked without an entry here; only an exception to the rule needs one.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import networkx as nx
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# the order of the layers: a module may import its own layer and any layer below it
+RANK = {
+    "ground": 0,  # settings, clock, states, errors
+    "scheduling": 1,
+    "authoring": 2,
+    "store": 3,
+    "engine": 4,
+    "observability": 4,  # a peer of engine: the alert loop runs hooks in task processes
+    "webui": 5,
+    "cli": 6,
+}
+
+# exceptions, each with its reason (docs/architecture.md lists them too)
+ALLOWED = {
+    # the public names DAG files import: `from orchestrator import DAG, task`
+    ("orchestrator", "orchestrator.authoring.dag"),
+    # `python -m orchestrator` is the CLI
+    ("orchestrator.__main__", "orchestrator.cli"),
+    # standalone starts the web server beside the scheduler and workers (a lazy import)
+    ("orchestrator.engine.services", "webui"),
+    ("orchestrator.engine.services", "webui.server"),
+}
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _modules() -> dict[str, Path]:
+    return {
+        _module_name(p): p for top in ("orchestrator", "webui") for p in (ROOT / top).rglob("*.py")
+    }
+
+
+def _layer(module: str) -> str:
+    parts = module.split(".")
+    if parts[0] == "webui":
+        return "webui"
+    if len(parts) > 1 and parts[1] in RANK:
+        return parts[1]
+    if module == "orchestrator.alerts":  # the public alert helpers for DAG files
+        return "authoring"
+    return "ground"
+
+
+def import_graph() -> nx.DiGraph:
+    """Every import between project modules, at module level or inside a function."""
+    modules = _modules()
+    graph = nx.DiGraph()
+    graph.add_nodes_from(modules)
+    for name, path in modules.items():
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                subs = [f"{node.module}.{a.name}" for a in node.names]
+                subs = [s for s in subs if s in modules]
+                targets = subs if len(subs) == len(node.names) else [node.module, *subs]
+            elif isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            else:
+                continue
+            for target in targets:
+                # importing a submodule runs its parent package's __init__ first; that is
+                # not a dependency of the importer on the package's other modules
+                if target in modules and target != name and not name.startswith(target + "."):
+                    graph.add_edge(name, target, line=node.lineno)
+    return graph
+
+
+def test_no_module_takes_part_in_an_import_circle():
+    cycles = list(nx.simple_cycles(import_graph()))
+    assert cycles == [], f"import circles: {cycles}"
+
+
+def test_imports_only_go_down_the_layers():
+    graph = import_graph()
+    wrong = [
+        f"{a} ({_layer(a)}) imports {b} ({_layer(b)}) at line {data['line']}"
+        for a, b, data in graph.edges(data=True)
+        if RANK[_layer(b)] > RANK[_layer(a)] and (a, b) not in ALLOWED
+    ]
+    assert wrong == []
+
+
+def test_scheduling_imports_no_database_and_no_processes():
+    forbidden = ("sqlalchemy", "flask", "multiprocessing", "subprocess", "threading")
+    for path in (ROOT / "orchestrator" / "scheduling").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = (
+                [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else []
+            )
+            for name in names:
+                assert not name.startswith(forbidden), f"{path.name} imports {name}"
+
+
+def test_the_checker_sees_an_upward_import():
+    """The rule above is live: an upward import in the real tree would be listed."""
+    graph = import_graph()
+    assert graph.has_edge("orchestrator.store.release", "orchestrator.scheduling.trigger_rules")
+    assert RANK[_layer("orchestrator.engine.worker")] > RANK[_layer("orchestrator.store.claims")]
+    assert _layer("webui.views.api") == "webui" and _layer("orchestrator.settings") == "ground"

@@ -1,0 +1,34 @@
+"""What a view needs of the app handling the current request: its store, settings
+and clock, read from ``current_app.extensions`` (set by :func:`webui.app.create_app`).
+
+Views import these instead of the app module, so the app factory can import the
+views without an import circle.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from flask import current_app
+
+from orchestrator.settings import Settings
+from orchestrator.store import Store
+
+STORE_KEY = "orchestrator_store"
+SETTINGS_KEY = "orchestrator_settings"
+CLOCK_KEY = "orchestrator_clock"
+
+
+def get_store() -> Store:
+    """The store of the app handling the current request."""
+    return current_app.extensions[STORE_KEY]
+
+
+def get_settings() -> Settings:
+    """The settings the app was built with."""
+    return current_app.extensions[SETTINGS_KEY]
+
+
+def now() -> datetime:
+    """The current time from the app's clock (a fake one in tests)."""
+    return current_app.extensions[CLOCK_KEY].now()
