@@ -43,7 +43,7 @@ from orchestrator.scheduling.trigger_rules import TriggerRule
 
 ID_PATTERN = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]{0,249}$")
 MISFIRE_POLICIES = ("backfill", "coalesce", "skip")
-OVERLAP_POLICIES = ("queue", "skip", "allow", "replace")
+OVERLAP_POLICIES = ("queue", "skip", "allow", "replace", "buffer_one")
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 _active: list[DAG] = []
