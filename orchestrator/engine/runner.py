@@ -227,6 +227,8 @@ def run_try(job: dict[str, Any], cache: dict[str, tuple[int, dict[str, Any]]]) -
                 )
             logger.info("command succeeded")
             return {"ok": True, "result": None}
+        if job["kind"] == "http":
+            return _http_try(job, ctx, cache, logger)
         dags = _dags_of(job["fileloc"], cache)
         dag = dags.get(job["dag_id"])
         if dag is None or job["task_id"] not in dag.tasks:
@@ -271,6 +273,32 @@ def run_try(job: dict[str, Any], cache: dict[str, tuple[int, dict[str, Any]]]) -
         logger.removeHandler(handler)
         logfile.close()
         sys.stdout.flush()
+
+
+def _http_try(job: dict[str, Any], ctx: Any, cache: dict, logger: logging.Logger) -> dict[str, Any]:
+    """An HTTP task's try; its DAG file is imported only for a ``response_check``."""
+    from orchestrator.engine.http_task import run_http
+
+    check = None
+    if job["http"]["response_check"]:
+        dag = _dags_of(job["fileloc"], cache).get(job["dag_id"])
+        task = dag.tasks.get(job["task_id"]) if dag is not None else None
+        if task is None or task.response_check is None:
+            return _failure(
+                logger,
+                f"{job['fileloc']} no longer defines the response_check of "
+                f"{job['dag_id']}.{job['task_id']}",
+                None,
+            )
+        check = task.response_check
+    return run_http(
+        job["http"],
+        ctx.template_vars(job["timezone"]),
+        logger,
+        max_result_bytes=job["max_result_bytes"],
+        response_check=check,
+        ctx=ctx,
+    )
 
 
 def _failure(logger: logging.Logger, message: str, exit_status: int | None) -> dict[str, Any]:

@@ -89,6 +89,21 @@ def run_task_test(
         code = subprocess.run(["/bin/sh", "-c", command], check=False).returncode
         logger.info("exit status %s", code)
         return 0 if code == 0 else 1
+    if task.kind == "http":
+        from orchestrator.engine.http_task import run_http
+
+        outcome = run_http(
+            task.http,
+            ctx.template_vars(dag.timezone),
+            logger,
+            max_result_bytes=settings.max_result_bytes,
+            response_check=task.response_check,
+            ctx=ctx,
+        )
+        if not outcome["ok"]:
+            return 1
+        print(outcome["result"])
+        return 0
     try:
         value = task.fn(ctx) if _takes_argument(task.fn) else task.fn()
     except Exception:

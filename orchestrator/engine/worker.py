@@ -249,6 +249,7 @@ class Worker:
             "results": claim.upstream_results or {},
             "kind": task.kind,
             "command": task.command,
+            "http": task.http,
             "env": task.env,
             "timezone": spec.timezone,
             "fileloc": spec.fileloc,

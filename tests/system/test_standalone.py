@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-EXAMPLES = ("nightly_report", "heartbeat_check", "fan_out", "flaky")
+EXAMPLES = ("nightly_report", "heartbeat_check", "fan_out", "flaky", "http_notify")
 
 
 def free_port() -> int:
