@@ -46,6 +46,8 @@ class Server:
                     code = int(parts.path.rsplit("/", 1)[1])
                     payload = b"plain text answer"
                     ctype = "text/plain"
+                elif parts.path == "/big":
+                    code, payload, ctype = 200, b"x" * 100_000, "text/plain"
                 elif parts.path == "/slow":
                     time.sleep(3)
                     code, payload, ctype = 200, b"{}", "application/json"
@@ -190,6 +192,15 @@ def test_a_non_json_answer_is_the_text_result_and_expect_status_accepts_a_code(
     assert run.state == "success"
     [result] = harness.store.results(run.run_id, ["call"]).values()
     assert json.loads(result) == "plain text answer"
+
+
+def test_a_body_over_max_result_bytes_fails_the_try_and_says_so(harness, write_dag, server):
+    source = _dag(f'    dag.http("call", "{server.base}/big")')
+    run = _run(harness, write_dag, source)
+    ti = harness.store.task_instance(run.run_id, "call")
+    assert ti.state == "failed"
+    assert "over the 65536-byte limit (max_result_bytes)" in ti.error
+    assert "response: HTTP 200 OK, 100000 bytes" in _log(harness, run.run_id, "call")
 
 
 def test_response_check_decides_success_from_the_response(harness, write_dag, server):
