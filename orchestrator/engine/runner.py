@@ -162,7 +162,7 @@ def _dags_of(path: str, cache: dict[str, tuple[int, dict[str, Any]]]) -> dict[st
 def run_try(job: dict[str, Any], cache: dict[str, tuple[int, dict[str, Any]]]) -> dict[str, Any]:
     """Run one try described by ``job``; never raises."""
     from orchestrator.authoring.context import TaskContext
-    from orchestrator.authoring.templating import render_command
+    from orchestrator.authoring.templating import render_shell
 
     os.makedirs(os.path.dirname(job["log_file"]), exist_ok=True)
     logfile = open(job["log_file"], "a", buffering=1, encoding="utf-8")  # noqa: SIM115
@@ -199,8 +199,9 @@ def run_try(job: dict[str, Any], cache: dict[str, tuple[int, dict[str, Any]]]) -
     )
     try:
         if job["kind"] == "shell":
-            command = render_command(job["command"], ctx.template_vars(job["timezone"]))
-            logger.info("command: %s", command)
+            # the values travel in the environment, never in the text the shell parses
+            shell = render_shell(job["command"], ctx.template_vars(job["timezone"]))
+            logger.info("command: %s", shell.display)
             handler.flush()
             env = dict(os.environ)
             env.update(job.get("env") or {})
@@ -211,8 +212,9 @@ def run_try(job: dict[str, Any], cache: dict[str, tuple[int, dict[str, Any]]]) -
                 ORCHESTRATOR_TRY_NUMBER=str(ctx.try_number),
                 ORCHESTRATOR_IDEMPOTENCY_KEY=ctx.idempotency_key,
             )
+            env.update(shell.env)
             proc = subprocess.run(
-                ["/bin/sh", "-c", command],
+                ["/bin/sh", "-c", shell.script],
                 stdout=logfile,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
