@@ -328,9 +328,6 @@ class _Placer:
         start, word, quoted = j, [], False
         while j < stop and text[j] not in _WORD_BREAK:
             ch = text[j]
-            if ch == "\x00":
-                index, _ = self.read_marker(j)
-                raise self.fail(index, j, "cannot be a heredoc delimiter")
             if ch in "'\"":
                 quoted = True
                 end = text.find(ch, j + 1, stop)
@@ -344,6 +341,11 @@ class _Placer:
             else:
                 word.append(ch)
                 j += 1
+        j = min(j, stop)
+        inside = text.find("\x00", start, j)
+        if inside >= 0:
+            index, _ = self.read_marker(inside)
+            raise self.fail(index, inside, "cannot be (part of) a heredoc delimiter")
         if j > start:
             self.pending.append(_Heredoc("".join(word), quoted, strip_tabs))
         self.emit(text[i:j])
@@ -397,4 +399,7 @@ def place_values(
     ``values=None`` checks a template before any value is known (``labels`` then name
     each marker's expression in errors). Raises :class:`ShellContextError`.
     """
-    return _Placer(text, values, names, labels, nonce).run()
+    script, display = _Placer(text, values, names, labels, nonce).run()
+    if "\x00" in script:  # pragma: no cover - every path above places or refuses
+        raise ShellContextError("a {{ ... }} value stands where the shell cannot take one")
+    return script, display
