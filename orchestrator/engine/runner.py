@@ -201,10 +201,12 @@ def run_try(job: dict[str, Any], cache: dict[str, tuple[int, dict[str, Any]]]) -
         if job["kind"] == "shell":
             # the values travel in the environment, never in the text the shell parses
             shell = render_shell(job["command"], ctx.template_vars(job["timezone"]))
+            command = shell.script
             logger.info("command: %s", shell.display)
             handler.flush()
             env = dict(os.environ)
             env.update(job.get("env") or {})
+            env.update(shell.env)
             env.update(
                 ORCHESTRATOR_DAG_ID=ctx.dag_id,
                 ORCHESTRATOR_RUN_ID=ctx.run_id,
@@ -212,9 +214,8 @@ def run_try(job: dict[str, Any], cache: dict[str, tuple[int, dict[str, Any]]]) -
                 ORCHESTRATOR_TRY_NUMBER=str(ctx.try_number),
                 ORCHESTRATOR_IDEMPOTENCY_KEY=ctx.idempotency_key,
             )
-            env.update(shell.env)
             proc = subprocess.run(
-                ["/bin/sh", "-c", shell.script],
+                ["/bin/sh", "-c", command],
                 stdout=logfile,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
