@@ -16,7 +16,11 @@ heredoc body ``<<EOF``   ``${ORCH_V1}``        the body expands ``$`` (quotes ar
 inside ``$(( ))``        ``${ORCH_V1}``        only if the value is an integer
 heredoc ``<<'EOF'``      refused               the body expands nothing
 inside ``$'...'``        refused               it cannot take a reference
+right after a ``\\``     refused               the backslash would escape the reference
+a heredoc delimiter      refused               the delimiter must be known before it runs
 =======================  ====================  ==========================================
+
+(``${name:-{{ x }}}`` takes the quoting of where the ``${`` stands.)
 
 The shell expands a variable once and never reads the result as shell syntax, so no value
 can inject anything, whatever it holds. Reading the context right only decides whether
