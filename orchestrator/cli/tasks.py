@@ -31,9 +31,7 @@ def register(sub: Any, parents: Parents) -> None:
     p.add_argument("run_id")
     p.add_argument("task_id")
     p.add_argument("--try", dest="try_number", type=int, default=None, help="default: latest")
-    p.add_argument(
-        "--tail", type=_count, default=None, metavar="N", help="only the last N lines"
-    )
+    p.add_argument("--tail", type=_count, default=None, metavar="N", help="only the last N lines")
     p.add_argument(
         "--raw",
         action="store_true",
