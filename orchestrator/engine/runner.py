@@ -76,8 +76,12 @@ def parse_server(conn: Connection, root: str) -> None:
     and helper modules next to it) and restores ``sys.path``, so every file sees its
     helpers as they are now. A file that hangs or kills the interpreter takes only this
     child with it: the parent reports that file and starts a new child for the rest.
+    A copy of this process forked by a DAG file gets the channel closed and exits when
+    the import returns: it can never answer for a file.
     """
     _child_setup()
+    os.register_at_fork(after_in_child=conn.close)
+    me = os.getpid()
     while True:
         try:
             path = conn.recv()
@@ -86,6 +90,8 @@ def parse_server(conn: Connection, root: str) -> None:
         if path is None:
             return
         payload = parse_one(path, root)
+        if os.getpid() != me:
+            os._exit(0)
         try:
             conn.send(payload)
         except (BrokenPipeError, OSError):

@@ -13,6 +13,7 @@ from datetime import timedelta
 
 import pytest
 
+from orchestrator.engine.processor import DagProcessor
 from tests.helpers import Harness
 
 
@@ -219,6 +220,7 @@ from datetime import UTC, datetime
 from orchestrator.clock import FakeClock
 from orchestrator.settings import Settings
 from orchestrator.store import Store
+from orchestrator.engine.processor import DagProcessor
 from tests.helpers import Harness
 
 settings = Settings.load()
@@ -288,3 +290,25 @@ def test_the_inherited_environment_follows_the_deny_and_allow_settings(
         ORCHESTRATOR_REGION="eu-west-1",
     )
     assert _result(store, run_id, "python_env") == ("success", ["APP_MODE", "ORCHESTRATOR_REGION"])
+
+
+def _dag_file(dag_id: str) -> str:
+    return (
+        "from orchestrator import DAG, task\n"
+        f"with DAG({dag_id!r}, schedule=None) as dag:\n"
+        "    @task\n"
+        "    def t(ctx):\n"
+        "        return 1\n"
+    )
+
+
+def test_a_dag_file_that_forks_cannot_answer_for_the_next_file(store, settings, clock, dags_dir):
+    # one parse child imports every file in turn; the copy a file forks must not send
+    # a payload (it would be taken for the next file's) nor take the next file's path
+    processor = DagProcessor(store, settings, parallelism=1)
+    (dags_dir / "a_forks.py").write_text("import os\nos.fork()\n" + _dag_file("a_forks"))
+    for n in range(4):
+        (dags_dir / f"b{n}.py").write_text(_dag_file(f"b{n}"))
+    result = processor.scan(clock.now())
+    assert (result.dags, result.errors) == (5, 0)
+    assert sorted(d.dag_id for d in store.list_dags()) == ["a_forks", "b0", "b1", "b2", "b3"]
