@@ -162,7 +162,9 @@ with DAG("leftovers", schedule=None, params={"folder": ""}) as dag:
     shell_leaves = dag.shell(
         "shell_leaves",
         "setsid sleep 300 > /dev/null 2>&1 & echo $! > {{ params.folder }}/shell_setsid; "
-        "nohup sleep 300 > /dev/null 2>&1 & echo $! > {{ params.folder }}/shell_nohup",
+        "nohup sleep 300 > /dev/null 2>&1 & echo $! > {{ params.folder }}/shell_nohup; "
+        # holds the output pipe open after the shell exits: the try still ends
+        "sleep 300 & echo $! > {{ params.folder }}/shell_holds_output",
     )
 
     @task(timeout=1)
@@ -182,7 +184,10 @@ def test_processes_a_try_leaves_running_end_with_the_try(harness, write_dag, tmp
     harness.worker.run_until_idle()
     state, pids = _result(store, run.run_id, "python_leaves")
     assert state == "success" and len(pids) == 3
-    pids += [int((tmp_path / name).read_text()) for name in ("shell_setsid", "shell_nohup")]
+    pids += [
+        int((tmp_path / name).read_text())
+        for name in ("shell_setsid", "shell_nohup", "shell_holds_output")
+    ]
     assert store.task_instance(run.run_id, "shell_leaves").state == "success"
     # gone when the outcome is recorded (at most a moment for the kernel to finish them)
     assert [p for p in pids if not gone_soon(p)] == []
