@@ -69,7 +69,7 @@ def _child_setup() -> None:
 
 
 # -- DAG parsing --------------------------------------------------------------------------
-def parse_server(conn: Connection, root: str) -> None:
+def parse_server(conn: Connection, root: str, env_policy: EnvPolicy | None = None) -> None:
     """Parse DAG files, one at a time, until the parent hangs up (a parse pool child).
 
     Between files it forgets what the last one imported from ``root`` (the DAG module
@@ -77,9 +77,11 @@ def parse_server(conn: Connection, root: str) -> None:
     helpers as they are now. A file that hangs or kills the interpreter takes only this
     child with it: the parent reports that file and starts a new child for the rest.
     A copy of this process forked by a DAG file gets the channel closed and exits when
-    the import returns: it can never answer for a file.
+    the import returns: it can never answer for a file. DAG files see the environment
+    tasks see (``task_env_deny`` / ``task_env_allow``).
     """
     _child_setup()
+    (env_policy or EnvPolicy()).apply_to_this_process()
     os.register_at_fork(after_in_child=conn.close)
     me = os.getpid()
     while True:

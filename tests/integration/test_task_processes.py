@@ -204,7 +204,10 @@ SECRETS_DAG = """
 import os
 from orchestrator import DAG, task
 
-with DAG("secrets", schedule=None, params={"out": ""}) as dag:
+# what the DAG file saw when it was imported (parsing runs user code too)
+SEEN = ",".join(sorted(k for k in os.environ if k.startswith("ORCHESTRATOR_"))) or "none"
+
+with DAG("secrets", schedule=None, params={"out": ""}, description=SEEN) as dag:
     @task
     def python_env(ctx):
         return sorted(k for k in os.environ if k.startswith(("ORCHESTRATOR_", "APP_")))
@@ -270,6 +273,7 @@ def test_by_default_no_orchestrator_variable_reaches_a_task(store, settings, wri
     run_id = _run_in_worker_process(settings, out)
     # neither the database URL nor the metrics token (nor any other ORCHESTRATOR_*)
     assert _result(store, run_id, "python_env") == ("success", ["APP_MODE", "APP_SECRET"])
+    assert store.get_dag("secrets").description == "none"  # nor does a DAG file's import
     # the try's own variables are set by the runner after the filter
     assert out.read_text().split() == [
         "APP_MODE",
