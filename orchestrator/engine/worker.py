@@ -39,6 +39,7 @@ log = logging.getLogger(__name__)
 # a round waits up to GATHER_SECONDS for tries started in the last GATHER_RECENT seconds
 GATHER_SECONDS = 0.002
 GATHER_RECENT = 0.05
+_NOTHING = object()  # no message: the channel is closed (the task process died)
 
 
 def mp_context() -> Any:
@@ -306,16 +307,16 @@ class Worker:
             claim = slot.claim
             assert claim is not None
             outcome: dict[str, Any] | None = None
-            message: Any = None
+            message: Any = _NOTHING
             try:
                 if slot.conn.poll():
                     message = slot.conn.recv()
             except (EOFError, OSError):
-                message = None
+                message = _NOTHING
             except Exception as exc:  # noqa: BLE001 - garbage on the channel
                 message = exc
             self._busy.remove(slot)
-            if message is not None:
+            if message is not _NOTHING:
                 outcome = _outcome_of(message, (claim.ti_id, claim.try_number), slot.process.pid)
                 if outcome is None:
                     slot.kill()
