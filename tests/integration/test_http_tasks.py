@@ -272,22 +272,26 @@ def test_tasks_test_sends_the_request_here(settings, write_dag, server, capsys):
     assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["path"] == "/t"
 
 
-def test_the_example_dag_calls_health_and_skips_notify_without_a_hook(harness, write_dag, server):
-    """dags/http_notify.py against a real server standing in for standalone's UI."""
-    # parse processes keep the environment they started with: point the file's default
-    # port (standalone's ORCHESTRATOR_WEB_PORT) at the test's server instead
+@pytest.mark.parametrize("configured", [False, True])
+def test_the_example_dag_calls_its_endpoint_or_skips_clearly(
+    harness, write_dag, server, configured
+):
+    """dags/http_notify.py with HTTP_NOTIFY_URL set (a real server) and without."""
     source = (Path(__file__).resolve().parents[2] / "dags" / "http_notify.py").read_text()
-    assert source.count('"ORCHESTRATOR_WEB_PORT", "8080"') == 1
-    source = source.replace(
-        '"ORCHESTRATOR_WEB_PORT", "8080"', f'"NO_SUCH_VARIABLE", "{server.port}"'
-    )
-    source = source.replace('"ORCHESTRATOR_EXAMPLE_HTTP_URL"', '"NO_SUCH_VARIABLE_EITHER"')
-    write_dag("http_notify.py", source)
+    # parse processes keep the environment they started with: put the value in the file
+    assert source.count('os.environ.get("HTTP_NOTIFY_URL")') == 1
+    url = repr(f"{server.base}/health") if configured else "None"
+    write_dag("http_notify.py", source.replace('os.environ.get("HTTP_NOTIFY_URL")', url))
     harness.parse()
     run = harness.store.trigger_run("http_notify", harness.clock.now())
     run = harness.run_until_finished(run.run_id)
     states = {t.task_id: t.state for t in harness.store.task_instances(run.run_id)}
     assert run.state == "success"
-    assert states == {"health": "success", "endpoint": "success", "notify": "skipped"}
-    assert {r["path"] for r in server.requests} == {"/health"}
-    assert "set ORCHESTRATOR_EXAMPLE_HTTP_URL" in _log(harness, run.run_id, "endpoint")
+    if configured:
+        assert states == {"endpoint": "success", "notify": "success"}
+        assert {r["path"] for r in server.requests} == {"/health"}
+        assert run.run_id in {r["query"]["run"][0] for r in server.requests}
+    else:
+        assert states == {"endpoint": "success", "notify": "skipped"}
+        assert server.requests == []
+        assert "set HTTP_NOTIFY_URL" in _log(harness, run.run_id, "endpoint")
