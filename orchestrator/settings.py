@@ -54,6 +54,13 @@ FIELDS: dict[str, tuple[type, Any, str]] = {
     "alert_timeout": (float, 10.0, "seconds one webhook or SMTP attempt may take"),
     "alert_max_attempts": (int, 5, "attempts to deliver an alert before giving up"),
     "alert_interval": (float, 5.0, "seconds between alert watchdog checks"),
+    # h-lost: tries lost to infrastructure
+    "max_lost_tries": (
+        int,
+        2,
+        "tries of a task lost to infrastructure (lease expired, handed back) retried "
+        "without spending its retries; a DAG or task may set its own max_lost_tries",
+    ),
 }
 
 
@@ -83,6 +90,8 @@ class Settings:
     alert_timeout: float
     alert_max_attempts: int
     alert_interval: float
+    # h-lost: tries lost to infrastructure
+    max_lost_tries: int
 
     @property
     def log_dir(self) -> str:

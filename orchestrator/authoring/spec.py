@@ -69,6 +69,8 @@ def serialize_dag(dag: DAG) -> dict[str, Any]:
                 "lineno": t.lineno,
                 "branch": t.branch,
                 **({"pool": t.pool, "pool_slots": t.pool_slots} if t.pool else {}),
+                # only when set, so a DAG that does not use it keeps its version hash
+                **({"max_lost_tries": t.max_lost_tries} if t.max_lost_tries is not None else {}),
                 **serialized(t.alerts, t.callbacks),
             }
         )
@@ -124,6 +126,8 @@ class TaskSpec:
     pool_slots: int = 1
     alerts: tuple[dict[str, Any], ...] = ()
     callbacks: tuple[str, ...] = ()
+    # tries lost to infrastructure not held against retries; None: the setting
+    max_lost_tries: int | None = None
 
     @property
     def max_tries(self) -> int:
@@ -246,6 +250,7 @@ class DagSpec:
                 pool_slots=t.get("pool_slots", 1),
                 alerts=tuple(t.get("alerts") or ()),
                 callbacks=tuple(t.get("callbacks") or ()),
+                max_lost_tries=t.get("max_lost_tries"),
             )
         return cls(
             dag_id=data["dag_id"],
