@@ -203,3 +203,19 @@ def test_lost_tries_are_counted_in_metrics(harness, write_dag):
     assert 'orchestrator_task_tries_total{outcome="started"} 3.0' in text
     assert 'orchestrator_task_tries_lost_total{reason="lease_expired"} 1.0' in text
     assert 'orchestrator_task_tries_lost_total{reason="handed_back"} 1.0' in text
+
+
+def test_the_reaper_wakes_the_workers_for_a_lost_try(harness, write_dag, store, settings):
+    import threading
+
+    from orchestrator.engine.scheduler import Scheduler
+
+    run_id = _one_task_run(harness, write_dag, retries=0)
+    woken = threading.Event()
+    harness.scheduler = Scheduler(
+        store, harness.clock, settings, scheduler_id="test-scheduler", on_release=woken
+    )
+    harness.tick()
+    woken.clear()
+    assert _lose(harness)[1] == [(run_id, "only", 1, "queued")]
+    assert woken.is_set()  # claimable now: no worker should wait for its poll

@@ -62,9 +62,9 @@ def test_a_dag_that_does_not_use_it_keeps_its_version_hash():
 
 @pytest.mark.parametrize("bad", [-1, 1.5, "2", True])
 def test_a_bad_bound_is_an_error_naming_the_task(bad):
-    with pytest.raises(DagDefinitionError, match="task 'x': max_lost_tries must be an integer"):
-        with DAG("bad", schedule=None):
-            task(task_id="x", max_lost_tries=bad)(lambda ctx: None)
+    match = "task 'x': max_lost_tries must be an integer"
+    with pytest.raises(DagDefinitionError, match=match), DAG("bad", schedule=None):
+        task(task_id="x", max_lost_tries=bad)(lambda ctx: None)
     with pytest.raises(DagDefinitionError, match="DAG 'bad': max_lost_tries must be an integer"):
         DAG("bad", schedule=None, max_lost_tries=bad)
 
