@@ -190,8 +190,10 @@ class TaskStore(StoreBase):
                     values["error"] = error[-4000:]
                 retry = try_number < row.max_tries
                 if retry and task is not None:
+                    # the backoff counts the task's own failures, not the free lost tries
+                    failed = try_number - min(row.lost_tries, bound)
                     delay = task.retry_policy.delay_after(
-                        try_number, idempotency_key(row.dag_id, row.run_id, row.task_id)
+                        failed, idempotency_key(row.dag_id, row.run_id, row.task_id)
                     )
                     values.update(state=TaskState.UP_FOR_RETRY, ready_at=now + delay)
                 else:

@@ -219,3 +219,17 @@ def test_the_reaper_wakes_the_workers_for_a_lost_try(harness, write_dag, store, 
     woken.clear()
     assert _lose(harness)[1] == [(run_id, "only", 1, "queued")]
     assert woken.is_set()  # claimable now: no worker should wait for its poll
+
+
+def test_the_backoff_after_a_lost_try_counts_only_the_tasks_own_failures(harness, write_dag):
+    store, clock = harness.store, harness.clock
+    run_id = _one_task_run(harness, write_dag, retries=2)
+    _lose(harness)  # try 1: lost, free
+    [claim] = store.claim("w", clock.now(), LEASE, limit=1)
+    assert claim.try_number == 2
+    assert store.finish_failure(claim, "boom", 1, clock.now()) == "up_for_retry"
+    ti = store.task_instance(run_id, "only")
+    policy = store.spec("single", store.get_run(run_id).version_hash).tasks["only"].retry_policy
+    # the delay of a first failure, not of a second one
+    assert ti.ready_at - clock.now() == policy.delay_after(1, f"single/{run_id}/only")
+    assert policy.delay_after(1, "k") < policy.delay_after(2, "k")
