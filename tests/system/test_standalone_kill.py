@@ -14,6 +14,7 @@ import socket
 import subprocess
 import sys
 import textwrap
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -49,6 +50,16 @@ def _free_port() -> int:
 def _get(url: str) -> str:
     with urllib.request.urlopen(url, timeout=10) as page:
         return page.read().decode()
+
+
+def _serving(url: str) -> bool:
+    try:
+        _get(url)
+    except urllib.error.HTTPError:  # it answers (whatever it thinks of its health)
+        return True
+    except OSError:  # not listening yet (URLError is an OSError)
+        return False
+    return True
 
 
 def test_sigkilled_standalone_loses_the_try_and_the_restart_completes_the_run(
@@ -129,6 +140,8 @@ def test_sigkilled_standalone_loses_the_try_and_the_restart_completes_the_run(
         assert (ti.try_number, ti.max_tries, ti.lost_tries) == (2, 2, 1)
         assert store.results(run.run_id, ["long_task"]) == {"long_task": "2"}
 
+        # the run may finish before the restarted web server listens
+        wait_for(lambda: _serving(f"http://127.0.0.1:{port}/health"), "the UI" + tail(), 30)
         page = _get(f"http://127.0.0.1:{port}/runs/{run.run_id}/tasks/long_task")
         assert 'class="try-lost" data-lost-reason="lease_expired"' in page
         assert "(1 lost)" in page
