@@ -70,6 +70,13 @@ FIELDS: dict[str, tuple[type, Any, str]] = {
         "",
         "comma-separated glob patterns tasks inherit even though they match task_env_deny",
     ),
+    # h-lost: tries lost to infrastructure
+    "max_lost_tries": (
+        int,
+        2,
+        "tries of a task lost to infrastructure (lease expired, handed back) retried "
+        "without spending its retries; a DAG or task may set its own max_lost_tries",
+    ),
 }
 
 
@@ -103,6 +110,8 @@ class Settings:
     max_log_bytes: int
     task_env_deny: str
     task_env_allow: str
+    # h-lost: tries lost to infrastructure
+    max_lost_tries: int
 
     @property
     def log_dir(self) -> str:

@@ -26,6 +26,7 @@ KNOWN_STATES = frozenset(
         "upstream_failed",
         "skipped",
         "cancelled",
+        "lost",  # a try lost to infrastructure (lease expired, handed back)
     }
 )
 

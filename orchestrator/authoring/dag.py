@@ -91,6 +91,14 @@ def _or_default(value: timedelta | None, default: timedelta | None) -> timedelta
     return default if value is None else value
 
 
+def _lost_bound(what: str, value: Any, where: tuple[str | None, int | None]) -> int | None:
+    if value is None:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise _fail(f"{what}: max_lost_tries must be an integer >= 0, got {value!r}", where)
+    return value
+
+
 class Task:
     """One node of a DAG: a Python callable or a templated shell command.
 
@@ -111,6 +119,7 @@ class Task:
         retry_delay: timedelta | float | None = None,
         retry_exponential: bool | None = None,
         max_retry_delay: timedelta | float | None = None,
+        max_lost_tries: int | None = None,
         timeout: timedelta | float | None = None,
         trigger_rule: str = "all_success",
         queue: str | None = None,
@@ -148,6 +157,11 @@ class Task:
         )
         self.max_retry_delay = _or_default(
             _as_timedelta("max_retry_delay", max_retry_delay, where), dag.max_retry_delay
+        )
+        # tries lost to infrastructure retried without spending retries; None: the
+        # setting ORCHESTRATOR_MAX_LOST_TRIES, read where the loss is recorded
+        self.max_lost_tries = _lost_bound(
+            f"task {task_id!r}", _or_default(max_lost_tries, dag.max_lost_tries), where
         )
         self.timeout = _or_default(_as_timedelta("timeout", timeout, where), dag.default_timeout)
         try:
@@ -284,6 +298,7 @@ class DAG:
         retry_delay: timedelta | float = timedelta(seconds=30),
         retry_exponential: bool = True,
         max_retry_delay: timedelta | float = timedelta(hours=1),
+        max_lost_tries: int | None = None,
         default_timeout: timedelta | float | None = None,
         default_queue: str = "default",
         paused: bool = False,
@@ -349,6 +364,7 @@ class DAG:
         self.retry_delay = _as_timedelta("retry_delay", retry_delay, where)
         self.retry_exponential = bool(retry_exponential)
         self.max_retry_delay = _as_timedelta("max_retry_delay", max_retry_delay, where)
+        self.max_lost_tries = _lost_bound(f"DAG {dag_id!r}", max_lost_tries, where)
         self.default_timeout = _as_timedelta("default_timeout", default_timeout, where)
         self.default_queue = default_queue
         self.paused = bool(paused)

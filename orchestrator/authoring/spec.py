@@ -70,6 +70,8 @@ def serialize_dag(dag: DAG) -> dict[str, Any]:
                 "branch": t.branch,
                 **({"pool": t.pool, "pool_slots": t.pool_slots} if t.pool else {}),
                 **({"http": t.http} if t.http is not None else {}),
+                # only when set, so a DAG that does not use it keeps its version hash
+                **({"max_lost_tries": t.max_lost_tries} if t.max_lost_tries is not None else {}),
                 **serialized(t.alerts, t.callbacks),
             }
         )
@@ -126,6 +128,8 @@ class TaskSpec:
     alerts: tuple[dict[str, Any], ...] = ()
     callbacks: tuple[str, ...] = ()
     http: dict[str, Any] | None = None  # the request of an HTTP task
+    # tries lost to infrastructure not held against retries; None: the setting
+    max_lost_tries: int | None = None
 
     @property
     def max_tries(self) -> int:
@@ -249,6 +253,7 @@ class DagSpec:
                 alerts=tuple(t.get("alerts") or ()),
                 callbacks=tuple(t.get("callbacks") or ()),
                 http=t.get("http"),
+                max_lost_tries=t.get("max_lost_tries"),
             )
         return cls(
             dag_id=data["dag_id"],

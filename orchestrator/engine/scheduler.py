@@ -90,6 +90,8 @@ class Scheduler:
             # it makes room for start in the same transaction
             self._acting(asked)
             result.reaped = self.store.reap_expired(now)
+            if self.on_release is not None and any(r[3] == "queued" for r in result.reaped):
+                self.on_release.set()  # lost tries are queued again at once: wake workers
             for _ in range(3):  # skips and failures propagate; a few passes settle them
                 self._acting(asked)
                 released = self.store.release_ready(now)

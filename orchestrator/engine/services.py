@@ -136,7 +136,7 @@ def standalone(
     clock = clock or SystemClock()
     stop = stop or threading.Event()
     upgrade(settings.database_url)
-    store = Store(settings.database_url)
+    store = Store(settings.database_url, max_lost_tries=settings.max_lost_tries)
     store.db_clock = True
     processor = DagProcessor(store, settings)
     from orchestrator.engine.wakeup import WakeEvent

@@ -29,7 +29,8 @@ from orchestrator.store import models as m
 
 BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0)
 TRY_OUTCOMES = {"success": "succeeded", "failed": "failed", "timeout": "failed",
-                "crashed": "failed", "lease_expired": "lease_expired"}  # fmt: skip
+                "crashed": "failed", "lost": "lost"}  # fmt: skip
+LOST_REASONS = ("lease_expired", "handed_back")  # a try's lost_reason; before 0008, its state
 LATENCY_ROWS = 5000
 
 
@@ -54,8 +55,9 @@ class StoreCollector:
             ti_states = conn.execute(select(ti.c.state, func.count()).group_by(ti.c.state)).all()
             run_states = conn.execute(select(r.c.state, func.count()).group_by(r.c.state)).all()
             try_states = conn.execute(
-                select(tries.c.state, func.count()).group_by(tries.c.state)
-            ).all()
+                select(tries.c.state, tries.c.lost_reason, func.count())
+                .group_by(tries.c.state, tries.c.lost_reason)
+            ).all()  # fmt: skip
             depth = conn.execute(
                 select(ti.c.queue, func.count())
                 .where(ti.c.state.in_(list(TASK_CLAIMABLE)), ti.c.ready_at <= self.now)
@@ -82,13 +84,24 @@ class StoreCollector:
         yield g
         c = CounterMetricFamily("orchestrator_task_tries", "Task tries started, and how they "
                                 "ended (rows in the store)", labels=["outcome"])  # fmt: skip
-        by = {"started": 0, "succeeded": 0, "failed": 0, "lease_expired": 0}
-        for state, n in try_states:
+        by = {"started": 0, "succeeded": 0, "failed": 0, "lost": 0}
+        lost = dict.fromkeys(LOST_REASONS, 0)
+        for state, reason, n in try_states:
             by["started"] += n
-            if state in TRY_OUTCOMES:
+            reason = reason or (state if state in LOST_REASONS else None)
+            if reason is not None:
+                by["lost"] += n
+                lost[reason] = lost.get(reason, 0) + n
+            elif state in TRY_OUTCOMES:
                 by[TRY_OUTCOMES[state]] += n
         for outcome, n in by.items():
             c.add_metric([outcome], n)
+        yield c
+        c = CounterMetricFamily("orchestrator_task_tries_lost", "Task tries lost to "
+                                "infrastructure, by reason (rows in the store)",
+                                labels=["reason"])  # fmt: skip
+        for reason, n in sorted(lost.items()):
+            c.add_metric([reason], n)
         yield c
         g = GaugeMetricFamily("orchestrator_queue_depth", "Claimable task instances per queue",
                               labels=["queue"])  # fmt: skip

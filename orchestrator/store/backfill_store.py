@@ -61,6 +61,7 @@ def clear_run_in(
                 error=None,
                 result=None,
                 max_tries=ti.c.try_number + tries,  # a fresh set of tries
+                lost_tries=0,
             )
         )
     record_event(conn, now, "run_cleared", why, dag_id=spec.dag_id, run_id=run_id)

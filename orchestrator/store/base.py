@@ -10,12 +10,26 @@ from sqlalchemy import Connection, Engine, insert, select
 from orchestrator.store import models as m
 from orchestrator.store.db import make_engine
 
+DEFAULT_MAX_LOST_TRIES = 2  # the setting ORCHESTRATOR_MAX_LOST_TRIES's default
+
 
 class StoreBase:
-    """Owns the engine. Subclasses add the transitions they own."""
+    """Owns the engine. Subclasses add the transitions they own.
 
-    def __init__(self, url: str, *, engine: Engine | None = None) -> None:
+    ``max_lost_tries`` is the bound on tries lost to infrastructure that do not count
+    against a task's retries, for tasks whose DAG file sets none (the setting
+    ``ORCHESTRATOR_MAX_LOST_TRIES``).
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        engine: Engine | None = None,
+        max_lost_tries: int = DEFAULT_MAX_LOST_TRIES,
+    ) -> None:
         self.url = url
+        self.max_lost_tries = max_lost_tries
         self.engine = engine or make_engine(url)
         self.dialect = self.engine.dialect.name
         self._specs: dict[str, object] = {}

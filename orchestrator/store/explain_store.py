@@ -144,7 +144,7 @@ class ExplainStore(StoreBase):
                 .where(ti.c.run_pk == run.id, ti.c.task_id == task_id,
                        ti.c.state == TaskState.FAILED)
                 .values(state=TaskState.SCHEDULED, owner=None, lease_expires_at=None,
-                        ready_at=None, end_date=None,
+                        ready_at=None, end_date=None, lost_tries=0,
                         max_tries=ti.c.try_number + spec.tasks[task_id].max_tries)
             ).rowcount  # fmt: skip
             if not done:

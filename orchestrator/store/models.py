@@ -176,6 +176,8 @@ task_instances = Table(
     Column("end_date", UTCDateTime),
     Column("result", Text),
     Column("error", Text),
+    # tries lost to infrastructure so far, not held against retries up to max_lost_tries (0008)
+    Column("lost_tries", Integer, nullable=False, default=0, server_default="0"),
     UniqueConstraint("run_pk", "task_id"),
     Index(None, "run_id", "task_id"),
     Index(None, "state", "ready_at"),
@@ -199,6 +201,8 @@ task_tries = Table(
     Column("exit_status", Integer),
     Column("error", Text),
     Column("log_path", Text),
+    # why a try with state 'lost' was lost: lease_expired | handed_back (0008)
+    Column("lost_reason", String(32)),
     UniqueConstraint("ti_id", "try_number"),
 )
 

@@ -113,6 +113,7 @@ class TaskInstanceRecord(Record):
     start_date: datetime | None
     end_date: datetime | None
     error: str | None
+    lost_tries: int = 0  # tries lost to infrastructure (lease expired, handed back)
 
     @classmethod
     def from_row(cls, row: Any) -> TaskInstanceRecord:
@@ -131,7 +132,12 @@ class TaskInstanceRecord(Record):
             start_date=row.start_date,
             end_date=row.end_date,
             error=row.error,
+            lost_tries=row.lost_tries,
         )
+
+
+# tries recorded before 0008 kept their own states for what is now state 'lost'
+LEGACY_LOST_STATES = ("lease_expired", "handed_back")
 
 
 @dataclass(frozen=True)
@@ -148,6 +154,12 @@ class TryRecord(Record):
     exit_status: int | None
     error: str | None
     log_path: str | None
+    # why a try was lost to infrastructure (lease_expired, handed_back); None otherwise
+    lost_reason: str | None = None
+
+    @property
+    def lost(self) -> bool:
+        return self.lost_reason is not None
 
     @classmethod
     def from_row(cls, row: Any) -> TryRecord:
@@ -164,6 +176,7 @@ class TryRecord(Record):
             exit_status=row.exit_status,
             error=row.error,
             log_path=row.log_path,
+            lost_reason=row.lost_reason or (row.state if row.state in LEGACY_LOST_STATES else None),
         )
 
 

@@ -24,6 +24,9 @@ from orchestrator.store.records import Claim, TaskInstanceRecord, TryRecord
 log = logging.getLogger(__name__)
 ti = m.task_instances
 tries = m.task_tries
+LOST = "lost"  # the state of a try lost to infrastructure (its reason: task_tries.lost_reason)
+LEASE_EXPIRED = "lease_expired"  # reasons a try is lost
+HANDED_BACK = "handed_back"
 
 
 def log_path_for(dag_id: str, run_id: str, task_id: str, try_number: int) -> str:
@@ -38,9 +41,12 @@ def idempotency_key(dag_id: str, run_id: str, task_id: str) -> str:
 class TaskStore(StoreBase):
     # -- scheduler side (release_ready: release.py) -------------------------------------
     def reap_expired(self, now: datetime) -> list[tuple[str, str, int, str]]:
-        """Expired leases count as failed tries: retry or dead-letter each.
+        """Expired leases are tries lost to infrastructure: retry each, or dead-letter it.
 
-        Returns (run_id, task_id, try_number, new_state) for each reaped attempt.
+        A lost try is queued again at once without spending the task's retries, up to
+        its ``max_lost_tries``; a loss beyond that counts as a failed try (see
+        ``_fail_attempt``). Returns (run_id, task_id, try_number, new_state) for each
+        reaped attempt.
         """
         with self.read() as conn:
             rows = conn.execute(
@@ -62,13 +68,19 @@ class TaskStore(StoreBase):
                 error,
                 None,
                 now,
-                try_state="lease_expired",
+                try_state=LOST,
                 extra=ti.c.lease_expires_at < now,
-                reaping=True,
+                quiet=True,
+                lost=LEASE_EXPIRED,
             )
             if state is not None:
                 out.append((row.run_id, row.task_id, row.try_number, state))
         return out
+
+    def lost_tries_bound(self, task: object) -> int:
+        """How many lost tries of ``task`` (a TaskSpec, or None) do not count as failures."""
+        own = getattr(task, "max_lost_tries", None)
+        return self.max_lost_tries if own is None else own  # type: ignore[attr-defined]
 
     # -- worker side ---------------------------------------------------------------------
     def heartbeat(
@@ -131,14 +143,21 @@ class TaskStore(StoreBase):
         *,
         try_state: str,
         extra: object = None,
-        reaping: bool = False,
+        quiet: bool = False,
+        lost: str | None = None,
     ) -> str | None:
         """Close a running attempt as failed: retry it with backoff or dead-letter it.
 
         A compare-and-set on (id, try, owner, state='running'); None if it changed
         nothing. A reaper that loses the race (the worker heartbeated or finished in
-        time, or another scheduler reaped first) is normal and stays quiet; a worker
+        time, or another scheduler reaped first) is normal and stays ``quiet``; a worker
         reporting after losing its lease is a stale write and is recorded loudly.
+
+        ``lost`` (a reason, e.g. ``lease_expired``) says the try was lost to
+        infrastructure, not failed by the task: while the task has lost fewer than its
+        ``max_lost_tries`` tries, it is queued again at once and ``max_tries`` grows by
+        one, so its retries are untouched. A loss beyond that counts as a failed try
+        (``lost N times: ...``), retried or dead-lettered per the retry policy.
         """
         with self.write() as conn:
             row = conn.execute(
@@ -150,15 +169,35 @@ class TaskStore(StoreBase):
                 return None
             spec = self.spec(row.dag_id, row.version_hash)  # type: ignore[attr-defined]
             task = spec.tasks.get(row.task_id)
-            retry = try_number < row.max_tries
             values: dict = {"error": error[-4000:], "end_date": now}
-            if retry and task is not None:
-                delay = task.retry_policy.delay_after(
-                    try_number, idempotency_key(row.dag_id, row.run_id, row.task_id)
+            bound = self.lost_tries_bound(task)
+            free = lost is not None and row.lost_tries < bound
+            if lost is not None:
+                values["lost_tries"] = ti.c.lost_tries + 1
+            if free:  # not held against the task: queued again at once, max_tries + 1
+                values.update(
+                    state=TaskState.QUEUED,
+                    owner=None,
+                    lease_expires_at=None,
+                    ready_at=now,
+                    end_date=None,
+                    max_tries=ti.c.max_tries + 1,
                 )
-                values.update(state=TaskState.UP_FOR_RETRY, ready_at=now + delay)
             else:
-                values.update(state=TaskState.FAILED)
+                if lost is not None:
+                    n = row.lost_tries + 1
+                    error = f"lost {n} time{'s' if n != 1 else ''}: {error}"
+                    values["error"] = error[-4000:]
+                retry = try_number < row.max_tries
+                if retry and task is not None:
+                    # the backoff counts the task's own failures, not the free lost tries
+                    failed = try_number - min(row.lost_tries, bound)
+                    delay = task.retry_policy.delay_after(
+                        failed, idempotency_key(row.dag_id, row.run_id, row.task_id)
+                    )
+                    values.update(state=TaskState.UP_FOR_RETRY, ready_at=now + delay)
+                else:
+                    values.update(state=TaskState.FAILED)
             conds = [
                 ti.c.id == ti_id,
                 ti.c.try_number == try_number,
@@ -169,12 +208,18 @@ class TaskStore(StoreBase):
                 conds.append(extra)
             done = conn.execute(update(ti).where(and_(*conds)).values(**values)).rowcount
             if not done:
-                if not reaping:
+                if not quiet:
                     _stale(conn, row, now, try_number=try_number, owner=owner)
                 return None
-            _close_try(conn, ti_id, try_number, try_state, now, exit_status, error)
+            _close_try(conn, ti_id, try_number, try_state, now, exit_status, error, lost=lost)
             state = values["state"]
-            if state == TaskState.UP_FOR_RETRY:
+            if free:
+                kind = "task_lost"
+                message = (
+                    f"try {try_number} lost ({lost}), {row.lost_tries + 1} of {bound} lost "
+                    f"tries not counted against retries: {error[:500]}; queued again"
+                )
+            elif state == TaskState.UP_FOR_RETRY:
                 kind = "task_retry"
                 message = (
                     f"try {try_number} of {row.max_tries} {try_state}: {error[:500]}; "
@@ -270,6 +315,7 @@ class TaskStore(StoreBase):
                         error=None,
                         result=None,
                         max_tries=ti.c.try_number + spec.tasks[t].max_tries,
+                        lost_tries=0,  # a fresh set of tries, lost ones included
                     )
                 ).rowcount
                 if done:
@@ -407,6 +453,8 @@ def _close_try(
     now: datetime,
     exit_status: int | None,
     error: str | None,
+    *,
+    lost: str | None = None,
 ) -> None:
     conn.execute(
         update(tries)
@@ -416,5 +464,6 @@ def _close_try(
             end_date=now,
             exit_status=exit_status,
             error=error[-4000:] if error else None,
+            lost_reason=lost,
         )
     )

@@ -74,7 +74,7 @@ def test_a_batch_records_each_held_try_and_fences_out_a_stale_one(harness, write
     assert (m001.state, m001.owner, m001.try_number) == ("running", "other", 2)
     assert [(t.try_number, t.state) for t in store.tries(run_id, "m000")] == [(1, "success")]
     assert [(t.try_number, t.state) for t in store.tries(run_id, "m001")] == [
-        (1, "lease_expired"),
+        (1, "lost"),
         (2, "running"),
     ]
     stale = store.events(kind="stale_write_rejected", limit=10)
@@ -153,14 +153,15 @@ def test_a_stale_success_is_not_recorded_by_finish_and_claim_either(harness, wri
     run_id = _wide(harness, write_dag, 1)
     [start] = store.claim("w", clock.now(), LEASE, limit=1)
     clock.advance(LEASE + timedelta(seconds=1))
-    harness.tick()  # reaped: up for retry
+    harness.tick()  # reaped: the try is lost, queued again at once
     done, claims = store.finish_and_claim(
         [(start, None, clock.now())], "w", clock.now(), LEASE, limit=4
     )
     assert [f.recorded for f in done] == [False]
-    assert claims == []  # the retry is not due yet; m000 was never released
-    assert _state(store, run_id, "start") == "up_for_retry"
-    assert _state(store, run_id, "m000") == "scheduled"
+    # the same owner takes the task again, as try 2: its stale try 1 is fenced out
+    assert [(c.task_id, c.try_number) for c in claims] == [("start", 2)]
+    assert _state(store, run_id, "start") == "running"
+    assert _state(store, run_id, "m000") == "scheduled"  # never released
 
 
 def test_a_claim_gets_results_recorded_now_and_before(harness, write_dag):

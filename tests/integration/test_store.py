@@ -61,8 +61,7 @@ def test_stale_worker_completion_is_rejected_and_changes_nothing(harness, write_
 
     clock.advance(LEASE + timedelta(seconds=1))
     reaped = harness.tick().reaped
-    assert reaped == [(run_id, "only", 1, "up_for_retry")]
-    clock.advance(minutes=5)  # past the retry's ready_at
+    assert reaped == [(run_id, "only", 1, "queued")]  # lost, queued again at once
     [b] = store.claim("worker-B", clock.now(), LEASE, limit=5)
     assert (b.ti_id, b.try_number, b.owner) == (a.ti_id, 2, "worker-B")
 
@@ -79,7 +78,7 @@ def test_stale_worker_completion_is_rejected_and_changes_nothing(harness, write_
     assert store.finish_success(b, '"from B"', clock.now()) is True
     assert store.results(run_id, ["only"]) == {"only": '"from B"'}
     assert [(t.try_number, t.worker, t.state) for t in store.tries(run_id, "only")] == [
-        (1, "worker-A", "lease_expired"),
+        (1, "worker-A", "lost"),
         (2, "worker-B", "success"),
     ]
     # B's own second report is fenced too: the attempt is no longer running.
@@ -113,12 +112,13 @@ def test_heartbeat_extends_only_leases_still_held(harness, write_dag):
     assert store.heartbeat("worker-A", held, clock.now(), LEASE) == set()  # expired
     harness.tick()
     assert store.heartbeat("worker-A", held, clock.now(), LEASE) == set()  # reaped
-    assert store.task_instance(run_id, "only").state == "up_for_retry"
+    assert store.task_instance(run_id, "only").state == "queued"  # lost, queued again
 
 
 # -- lease expiry -------------------------------------------------------------------------
-@pytest.mark.parametrize(("retries", "expected"), [(1, "up_for_retry"), (0, "failed")])
-def test_expired_lease_is_reaped_as_a_failed_try(harness, write_dag, retries, expected):
+@pytest.mark.parametrize("retries", [0, 1])
+def test_expired_lease_is_reaped_as_a_lost_try_that_spends_no_retry(harness, write_dag, retries):
+    """Issue 12 item 6: with retries=0 a lost try used to fail the task and its run."""
     store, clock = harness.store, harness.clock
     run_id = _one_task_run(harness, write_dag, retries=retries)
     [a] = store.claim("worker-A", clock.now(), LEASE, limit=1)
@@ -127,18 +127,21 @@ def test_expired_lease_is_reaped_as_a_failed_try(harness, write_dag, retries, ex
     assert harness.tick().reaped == []
     clock.advance(seconds=1)
     result = harness.tick()
-    assert result.reaped == [(run_id, "only", 1, expected)]
+    assert result.reaped == [(run_id, "only", 1, "queued")]
     ti = store.task_instance(run_id, "only")
-    assert ti.state == expected and ti.try_number == 1
+    assert (ti.state, ti.try_number, ti.max_tries, ti.lost_tries) == (
+        "queued",
+        1,
+        retries + 2,  # one more try for the lost one: the retries are untouched
+        1,
+    )
+    assert ti.owner is None and ti.ready_at == clock.now()  # at once, no backoff
     assert "lease expired" in ti.error and "worker-A" in ti.error
     [t] = store.tries(run_id, "only")
-    assert (t.state, t.end_date) == ("lease_expired", clock.now())
-    if expected == "failed":
-        assert [e.task_id for e in _events(store, "task_dead_lettered")] == ["only"]
-        assert store.get_run(run_id).state == "failed"
-    else:
-        assert ti.ready_at > clock.now()
-        assert store.get_run(run_id).state == "running"
+    assert (t.state, t.lost_reason, t.end_date) == ("lost", "lease_expired", clock.now())
+    assert [e.task_id for e in _events(store, "task_lost")] == ["only"]
+    assert _events(store, "task_dead_lettered") == _events(store, "task_retry") == []
+    assert store.get_run(run_id).state == "running"
     assert _events(store, "stale_write_rejected") == []
     assert harness.tick().reaped == []  # reaping is done once
 
@@ -175,11 +178,11 @@ def test_two_reapers_racing_close_each_attempt_once(harness, write_dag, other_st
         t.join()
     reaped = [r for batch in results for r in batch]
     assert sorted(r[1] for r in reaped) == sorted(f"t{i}" for i in range(40))
-    assert len(_events(store, "task_retry")) == 40
+    assert len(_events(store, "task_lost")) == 40
     assert _events(store, "stale_write_rejected") == []
     for ti in store.task_instances(run.run_id):
-        assert ti.state == "up_for_retry"
-        assert [t.state for t in store.tries(run.run_id, ti.task_id)] == ["lease_expired"]
+        assert (ti.state, ti.lost_tries, ti.max_tries) == ("queued", 1, 3)
+        assert [t.state for t in store.tries(run.run_id, ti.task_id)] == ["lost"]
 
 
 # -- claims -------------------------------------------------------------------------------

@@ -46,13 +46,14 @@ def test_draining_worker_hands_back_what_it_cannot_finish(
     ti = store.task_instance(run.run_id, "nap")
     assert ti.state == "queued" and ti.owner is None
     [try1] = store.tries(run.run_id, "nap")
-    assert try1.state == "handed_back" and try1.worker == "leaving"
-    assert store.events(run_id=run.run_id, kind="task_handed_back")
+    assert (try1.state, try1.lost_reason, try1.worker) == ("lost", "handed_back", "leaving")
+    assert (ti.lost_tries, ti.max_tries) == (1, 2)
+    assert store.events(run_id=run.run_id, kind="task_lost")
 
     # another worker takes it at once, and the handed-back try cost no retry (retries=0)
     done = harness.run_until_finished(run.run_id)
     assert done.state == "success"
-    assert [t.state for t in store.tries(run.run_id, "nap")] == ["handed_back", "success"]
+    assert [t.state for t in store.tries(run.run_id, "nap")] == ["lost", "success"]
 
 
 def test_a_worker_that_cannot_heartbeat_stops_its_tries_before_the_lease_expires(

@@ -113,16 +113,21 @@ def test_sigkilled_worker_loses_its_task_and_the_retry_completes_the_run(
     harness.clock.set(ti.lease_expires_at)
     assert harness.tick().reaped == []
     harness.clock.set(ti.lease_expires_at + timedelta(seconds=1))
-    assert harness.tick().reaped == [(run.run_id, "long_task", 1, "up_for_retry")]
+    # lost to infrastructure: queued again at once, its one retry untouched
+    assert harness.tick().reaped == [(run.run_id, "long_task", 1, "queued")]
     [first] = store.tries(run.run_id, "long_task")
-    assert (first.state, first.worker) == ("lease_expired", "doomed-worker")
+    assert (first.state, first.lost_reason, first.worker) == (
+        "lost",
+        "lease_expired",
+        "doomed-worker",
+    )
 
     # A new worker (in process, fake clock) picks the retry up and finishes the run.
     done = harness.run_until_finished(run.run_id, step=timedelta(seconds=2))
     assert done.state == "success"
     tries = store.tries(run.run_id, "long_task")
     assert [(t.try_number, t.state, t.worker) for t in tries] == [
-        (1, "lease_expired", "doomed-worker"),
+        (1, "lost", "doomed-worker"),
         (2, "success", "test-worker"),
     ]
     assert store.results(run.run_id, ["long_task"]) == {"long_task": "2"}
