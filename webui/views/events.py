@@ -5,6 +5,7 @@ from __future__ import annotations
 from flask import Blueprint, render_template, request
 
 from webui.current import get_store
+from webui.inputs import int_arg
 
 bp = Blueprint("events", __name__)
 
@@ -24,7 +25,7 @@ def filters() -> dict[str, str]:
 @bp.get("/events")
 def event_log() -> str:
     f = filters()
-    before = request.args.get("before", type=int)
+    before = int_arg("before", None)
     items = get_store().events(before=before, limit=PAGE, **{k: v or None for k, v in f.items()})
     older = items[-1].id if len(items) == PAGE else None
     return render_template(
