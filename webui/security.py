@@ -7,7 +7,7 @@ In this order (each refusal happens before the view runs, so it changes nothing)
   ``web_allowed_hosts``; anything else is 400 (Django's ``ALLOWED_HOSTS``). A page on
   another site that re-points its own name at 127.0.0.1 (DNS rebinding) reaches
   the UI with its own name in ``Host`` and is refused. ``/health`` is exempt (probes
-  connect by IP).
+  connect by IP), and so is ``/metrics`` with the right scraper token.
 - No NUL character in the path, the query or a form (PostgreSQL cannot hold one): 400.
 - Cross-site: a state change (any method but GET, HEAD, OPTIONS) whose ``Origin``,
   ``Referer`` or ``Sec-Fetch-Site`` says it comes from another origin is refused with
@@ -137,6 +137,8 @@ def start_session(username: str, version: int) -> None:
 def _host_ok() -> bool:
     if request.endpoint in HOST_EXEMPT_ENDPOINTS:
         return True
+    if request.endpoint == "metrics.metrics" and _scraper_token_ok():
+        return True  # Prometheus scrapes by whatever name its target has; the token suffices
     value = request.environ.get("HTTP_HOST")
     if value is None:  # HTTP/1.0 without Host: the server's own address
         value = request.host

@@ -84,6 +84,17 @@ def test_health_answers_probes_by_any_host(client):
     assert client.get("/health", headers={"Host": "10.0.0.7:8080"}).status_code == 200
 
 
+def test_metrics_answers_any_host_only_with_the_scraper_token(settings, store):
+    app = create_app(settings.with_(metrics_token="s3cret-token"), store)
+    client = app.test_client()
+    host = {"Host": "orchestrator.internal:8080"}
+    assert client.get("/metrics", headers=host).status_code == 400
+    ok = client.get("/metrics", headers=host | {"Authorization": "Bearer s3cret-token"})
+    assert ok.status_code == 200
+    other = client.get("/api/v1/dags", headers=host | {"Authorization": "Bearer s3cret-token"})
+    assert other.status_code == 400
+
+
 # -- item 7: cross-site state changes are refused, even with a valid token ----------------
 
 CROSS_SITE = [
