@@ -87,7 +87,10 @@ def host_allowed(value: str, allowed: frozenset[str]) -> bool:
     if parsed is None:
         return False
     name = parsed[0]
-    return any(name == a or (a.startswith(".") and name.endswith(a)) for a in allowed)
+    # Django's rule: ".example.com" matches example.com and every subdomain of it
+    return any(
+        name == a or (a.startswith(".") and (name.endswith(a) or name == a[1:])) for a in allowed
+    )
 
 
 class SessionInterface(SecureCookieSessionInterface):

@@ -74,7 +74,14 @@ def test_configured_names_and_the_bound_address_are_answered(settings, store):
         login_required=False,
     )
     client = app.test_client()
-    for host in ("10.1.2.3:8080", "ops.example.com", "OPS.example.com:443", "ci.corp.example"):
+    own = (
+        "10.1.2.3:8080",
+        "ops.example.com",
+        "OPS.example.com:443",
+        "ci.corp.example",
+        "corp.example",
+    )
+    for host in own:
         assert client.get("/api/v1/dags", headers={"Host": host}).status_code == 200, host
     for host in ("evil.example", "ops.example.com.evil.example", "corp.example.evil", "10.1.2.4"):
         assert client.get("/api/v1/dags", headers={"Host": host}).status_code == 400, host

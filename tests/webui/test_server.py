@@ -106,6 +106,7 @@ class Served:
                 conn.putheader(name, value)
             conn.endheaders(body or None)
             response = conn.getresponse()
+            self.headers = response.headers
             return response.status, response.read()
         finally:
             conn.close()
@@ -170,3 +171,23 @@ def test_login_on_loopback_too_needs_a_user(settings, store):
         check_bind(app, "127.0.0.1")
     store.add_user("ada", "long enough password", START)
     check_bind(app, "127.0.0.1")
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+@pytest.mark.parametrize("trusted", [True, False])
+def test_secure_cookie_behind_a_trusted_tls_proxy(settings, store, trusted):
+    proxy = "127.0.0.1" if trusted else None
+    app = create_app(settings.with_(web_trusted_proxy=proxy), store)
+    s = Served(app)
+    try:
+        headers = {
+            "Host": "127.0.0.1",
+            "X-Forwarded-Proto": "https",
+            "X-Forwarded-Host": "localhost",
+        }
+        status, _ = s.request("GET", "/api/v1/csrf", headers)
+        assert status == 200
+        cookie = s.headers["Set-Cookie"]
+        assert ("; Secure" in cookie) is trusted  # an untrusted peer's header is dropped
+    finally:
+        s.close()

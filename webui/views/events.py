@@ -14,7 +14,8 @@ KNOWN_KINDS = (
     "run_created", "run_success", "run_failed", "run_cancelled", "task_retry",
     "task_dead_lettered", "task_cleared", "task_marked_success", "task_marked_failed",
     "stale_write_rejected", "dag_added", "dag_paused", "dag_unpaused", "dag_removed",
-    "schedule_changed", "import_error",
+    "schedule_changed", "import_error", "login_failed", "user_added", "user_deleted",
+    "user_password_set",
 )  # fmt: skip
 
 
