@@ -359,7 +359,7 @@ def validate_conf(spec: DagSpec, conf: Any, *, max_bytes: int = MAX_CONF_BYTES) 
         if key not in spec.params:
             declared = ", ".join(sorted(spec.params)) or "none"
             raise ConfigError(
-                f"DAG {spec.dag_id!r}: unknown param {_short(key)} (declared params: {declared})"
+                f"DAG {spec.dag_id!r}: unknown param {str(key)[:60]!r} (declared params: {declared})"
             )
         want = _json_type(spec.params[key])
         got = _json_type(value)

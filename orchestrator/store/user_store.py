@@ -113,14 +113,18 @@ class UserStore(StoreBase):
 
     # -- login throttle -------------------------------------------------------------------
 
-    def record_login_failure(self, username: str, address: str, now: datetime) -> None:
+    def record_login_failure(
+        self, username: str, address: str, now: datetime, *, window: timedelta = _KEEP
+    ) -> None:
         """Count one wrong login (never the password), as a row and an event.
 
-        Rows older than a day are dropped on the way, so the table stays small.
+        Rows older than a day (or the throttle's ``window``, if longer) are dropped on
+        the way, so the table stays small.
         """
         name, addr = _printable(username), _printable(address)
+        keep = max(window, _KEEP)
         with self.write() as conn:
-            conn.execute(delete(m.login_failures).where(m.login_failures.c.at < now - _KEEP))
+            conn.execute(delete(m.login_failures).where(m.login_failures.c.at < now - keep))
             conn.execute(insert(m.login_failures).values(at=now, username=name, address=addr))
             record_event(conn, now, "login_failed", f"failed web UI login as {name!r} from {addr}")
 

@@ -95,7 +95,8 @@ def login() -> Response | tuple[str, int] | str:
             start_session(username, version)
             log.info("web UI login as %r from %s", username, address)
             return redirect(_safe_next(request.form.get("next")))
-    store.record_login_failure(username, address, now())
+    window = timedelta(seconds=get_settings().web_login_window_seconds)
+    store.record_login_failure(username, address, now(), window=window)
     log.warning("failed web UI login as %r from %s", username[:100], address)
     return _page(401, "Wrong user name or password.")
 
