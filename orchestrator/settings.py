@@ -77,6 +77,43 @@ FIELDS: dict[str, tuple[type, Any, str]] = {
         "tries of a task lost to infrastructure (lease expired, handed back) retried "
         "without spending its retries; a DAG or task may set its own max_lost_tries",
     ),
+    # h-web: web UI hardening (issue 12: hosts, logins, sessions, throttling, size limits)
+    "web_allowed_hosts": (
+        str,
+        None,
+        "comma-separated extra Host names the UI answers (besides 127.0.0.1, localhost, "
+        "[::1] and web_host); '.example.com' also allows its subdomains",
+    ),
+    "web_login": (str, "auto", "'auto': login only beyond loopback; 'always': on loopback too"),
+    "web_session_idle_seconds": (
+        float,
+        28800.0,
+        "a signed-in session unused this long has to log in again",
+    ),
+    "web_trusted_proxy": (
+        str,
+        None,
+        "address of the reverse proxy whose X-Forwarded-For/-Proto/-Host headers are believed",
+    ),
+    "web_secure_cookie": (
+        str,
+        "auto",
+        "'auto': Secure session cookie on HTTPS requests (also via the trusted proxy); "
+        "'always'; 'never'",
+    ),
+    "web_max_body_bytes": (int, 1048576, "largest request body the web UI reads (413 beyond)"),
+    "max_conf_bytes": (int, 65536, "largest run conf (as JSON) a trigger may store"),
+    "web_login_max_failures": (
+        int,
+        5,
+        "wrong logins per user name within web_login_window_seconds before logins are refused",
+    ),
+    "web_login_max_failures_per_address": (
+        int,
+        20,
+        "wrong logins per client address within web_login_window_seconds before refusing",
+    ),
+    "web_login_window_seconds": (float, 300.0, "the window login failures are counted in"),
 }
 
 
@@ -112,6 +149,17 @@ class Settings:
     task_env_allow: str
     # h-lost: tries lost to infrastructure
     max_lost_tries: int
+    # h-web: web UI hardening (issue 12)
+    web_allowed_hosts: str | None
+    web_login: str
+    web_session_idle_seconds: float
+    web_trusted_proxy: str | None
+    web_secure_cookie: str
+    web_max_body_bytes: int
+    max_conf_bytes: int
+    web_login_max_failures: int
+    web_login_max_failures_per_address: int
+    web_login_window_seconds: float
 
     @property
     def log_dir(self) -> str:

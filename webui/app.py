@@ -23,7 +23,14 @@ from orchestrator.store import Store
 from webui import formatting
 from webui.current import CLOCK_KEY, SETTINGS_KEY, STORE_KEY
 from webui.secret import load_or_create_secret
-from webui.security import check_request, csrf_token, current_user, is_loopback
+from webui.security import (
+    SessionInterface,
+    allowed_hosts,
+    check_request,
+    csrf_token,
+    current_user,
+    is_loopback,
+)
 
 SECURITY_HEADERS = {
     "Content-Security-Policy": (
@@ -46,22 +53,31 @@ def create_app(
 
     The secret key comes from ``<settings.state_dir>/webui_secret`` (created on first
     use). A store passed in stays the caller's to dispose of. A login is required
-    when ``settings.web_host`` is not a loopback address (``login_required``
-    overrides that, for tests).
+    when ``settings.web_host`` is not a loopback address or ``settings.web_login`` is
+    ``always`` (``login_required`` overrides that, for tests).
     """
+    _check_web_settings(settings)
     app = Flask(__name__)
     app.config.update(
         SECRET_KEY=load_or_create_secret(settings.state_dir),
         SESSION_COOKIE_HTTPONLY=True,
         SESSION_COOKIE_SAMESITE="Lax",
+        COOKIE_SECURE_MODE=settings.web_secure_cookie,
+        ALLOWED_HOSTS=allowed_hosts(settings),
+        # request bodies beyond this are refused with 413 before anything parses them
+        MAX_CONTENT_LENGTH=settings.web_max_body_bytes,
+        MAX_FORM_MEMORY_SIZE=settings.web_max_body_bytes,
+        TRUSTED_PROXY=settings.web_trusted_proxy,  # read by webui.server.serve
     )
+    app.session_interface = SessionInterface()
     app.json.sort_keys = False  # type: ignore[attr-defined]
     app.extensions[STORE_KEY] = store if store is not None else Store(settings.database_url)
+    app.extensions[STORE_KEY].max_conf_bytes = settings.max_conf_bytes
     app.extensions[SETTINGS_KEY] = settings
     app.extensions[CLOCK_KEY] = clock or SystemClock()
-    app.config["LOGIN_REQUIRED"] = (
-        not is_loopback(settings.web_host) if login_required is None else login_required
-    )
+    if login_required is None:
+        login_required = settings.web_login == "always" or not is_loopback(settings.web_host)
+    app.config["LOGIN_REQUIRED"] = login_required
     app.config["METRICS_TOKEN"] = settings.metrics_token
 
     app.add_template_filter(formatting.in_zone, "in_zone")
@@ -84,6 +100,18 @@ def create_app(
     app.register_error_handler(StateError, _conflict)
     app.register_error_handler(ConfigError, _bad_request)
     return app
+
+
+def _check_web_settings(settings: Settings) -> None:
+    for name, allowed in (
+        ("web_login", ("auto", "always")),
+        ("web_secure_cookie", ("auto", "always", "never")),
+    ):
+        value = getattr(settings, name)
+        if value not in allowed:
+            raise ConfigError(
+                f"ORCHESTRATOR_{name.upper()}: expected one of {', '.join(allowed)}, got {value!r}"
+            )
 
 
 def _security_headers(response: Response) -> Response:

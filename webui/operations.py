@@ -17,7 +17,8 @@ from orchestrator.store import Store
 def trigger(store: Store, dag_id: str, conf: dict[str, Any], now: datetime) -> tuple[str, str]:
     """(run_id, message) of a new manual run with ``conf``."""
     run = store.trigger_run(dag_id, now, conf=conf)
-    shown = ", ".join(f"{k}={v!r}" for k, v in conf.items()) or "default params"
+    # names only: values can be large, and the message is flashed into the session cookie
+    shown = f"params {', '.join(conf)}" if conf else "default params"
     return run.run_id, f"Triggered {run.run_id} with {shown}."
 
 

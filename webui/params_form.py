@@ -69,6 +69,8 @@ def parse_params(params: Mapping[str, Any], form: Mapping[str, str]) -> dict[str
                 conf[name] = raw
             else:
                 conf[name] = json.loads(raw)
+        except RecursionError:
+            raise ConfigError(f"param {name!r}: the JSON is nested too deeply") from None
         except ValueError:
             kind = "JSON" if not isinstance(default, int | float) else type(default).__name__
             raise ConfigError(f"param {name!r}: expected {kind}, got {raw[:60]!r}") from None

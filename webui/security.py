@@ -1,10 +1,24 @@
-"""Login and CSRF checks run before every request.
+"""Checks run before every request: Host, cross-site, session, login and CSRF.
 
-- Login: required when the app is bound beyond loopback (``LOGIN_REQUIRED``); every
-  route except ``/health``, ``/login`` and static files needs a signed-in session.
+In this order (each refusal happens before the view runs, so it changes nothing):
+
+- Host: the ``Host`` header must name this UI: ``127.0.0.1``, ``localhost`` or
+  ``[::1]`` (any port), ``web_host`` when it is a specific address, or one of
+  ``web_allowed_hosts``; anything else is 400 (Django's ``ALLOWED_HOSTS``). A page on
+  another site that re-points its own name at 127.0.0.1 (DNS rebinding) reaches
+  the UI with its own name in ``Host`` and is refused. ``/health`` is exempt (probes
+  connect by IP), and so is ``/metrics`` with the right scraper token.
+- No NUL character in the path, the query or a form (PostgreSQL cannot hold one): 400.
+- Cross-site: a state change (any method but GET, HEAD, OPTIONS) whose ``Origin``,
+  ``Referer`` or ``Sec-Fetch-Site`` says it comes from another origin is refused with
+  403 even with a valid CSRF token (Django's CSRF origin check).
+- Session: a signed-in session carries its user's ``session_version`` and the time it
+  was last used; a changed version (logout, password change, deleted user) or more
+  than ``web_session_idle_seconds`` of idleness ends it.
+- Login: required when ``LOGIN_REQUIRED`` (beyond loopback, or ``web_login=always``);
+  every route except ``/health``, ``/login`` and static files needs a signed-in session.
 - CSRF: one random token per session, sent back in a hidden ``csrf_token`` field or
-  an ``X-CSRF-Token`` header; every non-GET request without the right one is refused
-  with 400, before the view runs.
+  an ``X-CSRF-Token`` header; every non-GET request without the right one is 400.
 
 >>> app.before_request(check_request)     # doctest: +SKIP
 """
@@ -13,13 +27,26 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
+import re
 import secrets
 from typing import Any
+from urllib.parse import urlsplit
 
 from flask import abort, current_app, jsonify, redirect, request, session, url_for
+from flask.sessions import SecureCookieSessionInterface
+
+from orchestrator.settings import Settings
+from webui.current import get_settings, get_store, now
 
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 PUBLIC_ENDPOINTS = frozenset({"health.health", "auth.login", "static"})
+HOST_EXEMPT_ENDPOINTS = frozenset({"health.health"})
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
+WILDCARD_BINDS = frozenset({"", "0.0.0.0", "::", "[::]"})
+# Django's host_validation_re: a DNS name or IPv4 address, or a bracketed IPv6 one,
+# then an optional port.
+_HOST = re.compile(r"([a-z0-9.-]+|\[[a-f0-9]*:[a-f0-9.:]+\])(?::([0-9]{1,5}))?")
+_SEEN_EVERY = 60  # seconds: how stale the session's "last used" may get before rewriting it
 
 
 def is_loopback(host: str) -> bool:
@@ -29,6 +56,56 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False
+
+
+def allowed_hosts(settings: Settings) -> frozenset[str]:
+    """The host names (lower case, no port) the UI answers: see the module docstring."""
+    names = set(LOOPBACK_NAMES)
+    bind = settings.web_host.strip().lower()
+    if bind not in WILDCARD_BINDS:
+        names.add(f"[{bind.strip('[]')}]" if ":" in bind else bind)
+    for name in (settings.web_allowed_hosts or "").split(","):
+        if name.strip():
+            names.add(name.strip().lower().removesuffix("."))
+    return frozenset(names)
+
+
+def split_host(value: str) -> tuple[str, int | None] | None:
+    """``("example.com", 8080)`` from ``"Example.com.:8080"``; None if malformed."""
+    match = _HOST.fullmatch(value.lower())
+    if match is None:
+        return None
+    name, port = match.group(1), match.group(2)
+    if port is not None and not 0 < int(port) < 65536:
+        return None
+    return name.removesuffix("."), int(port) if port else None
+
+
+def host_allowed(value: str, allowed: frozenset[str]) -> bool:
+    """True if the Host header ``value`` names one of ``allowed`` (any port)."""
+    parsed = split_host(value)
+    if parsed is None:
+        return False
+    name = parsed[0]
+    # Django's rule: ".example.com" matches example.com and every subdomain of it
+    return any(
+        name == a or (a.startswith(".") and (name.endswith(a) or name == a[1:])) for a in allowed
+    )
+
+
+class SessionInterface(SecureCookieSessionInterface):
+    """Flask's signed cookie session, with the ``Secure`` flag chosen per request.
+
+    ``web_secure_cookie=auto`` marks the cookie ``Secure`` when the request came over
+    HTTPS, which behind a reverse proxy is what the trusted proxy's
+    ``X-Forwarded-Proto`` says (waitress believes it only from ``web_trusted_proxy``).
+    """
+
+    def get_cookie_secure(self, app: Any) -> bool:
+        mode = app.config.get("COOKIE_SECURE_MODE", "auto")
+        if mode == "auto":
+            return request.is_secure
+        return mode == "always"
 
 
 def csrf_token() -> str:
@@ -52,7 +129,115 @@ def current_user() -> str | None:
     return session.get("user")
 
 
+def start_session(username: str, version: int) -> None:
+    """A fresh session (and CSRF token) for a user who just signed in."""
+    session.clear()
+    session["user"] = username
+    session["sv"] = version
+    session["seen"] = int(now().timestamp())
+
+
+def _host_ok() -> bool:
+    if request.endpoint in HOST_EXEMPT_ENDPOINTS:
+        return True
+    if request.endpoint == "metrics.metrics" and _scraper_token_ok():
+        return True  # Prometheus scrapes by whatever name its target has; the token suffices
+    value = request.environ.get("HTTP_HOST")
+    if value is None:  # HTTP/1.0 without Host: the server's own address
+        value = request.host
+    return host_allowed(value, current_app.config["ALLOWED_HOSTS"])
+
+
+def _has_nul() -> str | None:
+    if "\x00" in request.path:
+        return "the path"
+    for key, value in request.args.items(multi=True):
+        if "\x00" in key or "\x00" in value:
+            return "the query"
+    if request.method not in SAFE_METHODS:
+        for key, value in request.form.items(multi=True):
+            if "\x00" in key or "\x00" in value:
+                return "the form"
+    return None
+
+
+def _origin(url: str) -> tuple[str, str, int] | None:
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return None
+    if not parts.scheme or not parts.hostname:
+        return None
+    scheme = parts.scheme.lower()
+    return scheme, parts.hostname.lower().removesuffix("."), port or _default_port(scheme)
+
+
+def _default_port(scheme: str) -> int:
+    return 443 if scheme == "https" else 80
+
+
+def _own_origin() -> tuple[str, str, int] | None:
+    parsed = split_host(request.environ.get("HTTP_HOST") or request.host)
+    if parsed is None:
+        return None
+    name, port = parsed
+    return request.scheme, name.strip("[]"), port or _default_port(request.scheme)
+
+
+def cross_site_reason() -> str | None:
+    """Why this request looks like it comes from another site, or None.
+
+    ``Sec-Fetch-Site`` other than ``same-origin``/``none``, an ``Origin`` (``null``
+    included) or else a ``Referer`` naming another scheme, host or port. A request
+    carrying none of them (curl, scripts) is judged by its CSRF token alone.
+    """
+    fetch_site = request.headers.get("Sec-Fetch-Site")
+    if fetch_site is not None and fetch_site.lower() not in ("same-origin", "none"):
+        return f"Sec-Fetch-Site is {fetch_site!r}"
+    own = _own_origin()
+    origin = request.headers.get("Origin")
+    if origin is not None:
+        if _origin(origin) is None or _origin(origin) != own:
+            return f"Origin {origin[:100]!r} is not this site"
+        return None
+    referer = request.headers.get("Referer")
+    if referer is not None and (_origin(referer) is None or _origin(referer) != own):
+        return "Referer is not this site"
+    return None
+
+
+def _check_session() -> None:
+    """End a signed-in session whose user logged out, changed password, went or idled."""
+    user = session.get("user")
+    if user is None:
+        return
+    version = get_store().session_version(user)
+    at = int(now().timestamp())
+    idle = at - int(session.get("seen", 0))
+    if version is None or version != session.get("sv") or idle > _idle_seconds():
+        session.clear()
+        return
+    if idle >= _SEEN_EVERY:
+        session["seen"] = at
+
+
+def _idle_seconds() -> float:
+    return get_settings().web_session_idle_seconds
+
+
 def check_request() -> Any:
+    if not _host_ok():
+        abort(400, "this web UI does not answer to that Host name (see web_allowed_hosts)")
+    where = _has_nul()
+    if where:
+        abort(400, f"a NUL character in {where} is not allowed")
+    unsafe = request.method not in SAFE_METHODS
+    if unsafe:
+        reason = cross_site_reason()
+        if reason:
+            abort(403, f"cross-site request refused: {reason}")
+    _check_session()
     needs_login = (
         current_app.config.get("LOGIN_REQUIRED") and request.endpoint not in PUBLIC_ENDPOINTS
     )
@@ -63,7 +248,7 @@ def check_request() -> Any:
             body = {"status": 401, "title": "Unauthorized", "detail": "log in first"}
             return jsonify(body), 401
         return redirect(url_for("auth.login", next=request.full_path.rstrip("?")))
-    if request.method not in SAFE_METHODS:
+    if unsafe:
         sent = request.headers.get("X-CSRF-Token") or request.form.get("csrf_token") or ""
         expected = session.get("csrf") or ""
         if not expected or not hmac.compare_digest(sent.encode(), expected.encode()):

@@ -29,12 +29,13 @@ POLL_SECONDS = 0.2  # how soon a set stop_event is noticed at the latest
 def check_bind(app: Any, host: str) -> None:
     """Raise :class:`ConfigError` unless ``app`` may be served on ``host``.
 
-    Loopback (127.0.0.1, ::1, localhost) is always fine. Any other address needs an
-    app that requires a login and a store with at least one user in it.
+    Loopback (127.0.0.1, ::1, localhost) is fine without a login. Any other address
+    needs an app that requires a login, and an app that requires one (on any address,
+    ``web_login=always``) needs a store with at least one user in it.
     """
-    if is_loopback(host):
-        return
     config = getattr(app, "config", {})
+    if is_loopback(host) and not config.get("LOGIN_REQUIRED"):
+        return
     if not config.get("LOGIN_REQUIRED"):
         raise ConfigError(
             f"binding the web UI to {host} requires a login; build the app with "
@@ -43,7 +44,7 @@ def check_bind(app: Any, host: str) -> None:
     store = getattr(app, "extensions", {}).get("orchestrator_store")
     if store is None or store.count_users() == 0:
         raise ConfigError(
-            f"binding the web UI to {host} requires a login, and there is no user yet: "
+            f"the web UI on {host} requires a login, and there is no user yet: "
             "create one with 'orchestrator users add NAME'"
         )
 
@@ -64,6 +65,11 @@ def serve(
     :class:`ConfigError` for a non-loopback ``host`` without logins (see
     :func:`check_bind`) and ``OSError`` if the port is
     taken. Everything is torn down in this thread, so stopping is thread-safe.
+
+    Request bodies larger than the app's ``MAX_CONTENT_LENGTH`` are refused by
+    waitress (413) before they are read in. ``X-Forwarded-For``, ``-Proto``, ``-Host``
+    and ``-Port`` are believed only from the app's ``TRUSTED_PROXY``
+    (``web_trusted_proxy``) and stripped from everyone else.
     """
     check_bind(app, host)
     stop_event = stop_event or threading.Event()
@@ -76,6 +82,7 @@ def serve(
         threads=threads,
         ident="orchestrator",
         clear_untrusted_proxy_headers=True,
+        **_limits(app),
     )
     url = _base_url(server)
     log.info("web UI listening on %s", url)
@@ -88,6 +95,24 @@ def serve(
         server.task_dispatcher.shutdown()
         wasyncore.close_all(socket_map)
         log.info("web UI on %s stopped", url)
+
+
+def _limits(app: Any) -> dict[str, Any]:
+    options: dict[str, Any] = {}
+    config = getattr(app, "config", {})
+    trusted_proxy = config.get("TRUSTED_PROXY")
+    max_body = config.get("MAX_CONTENT_LENGTH")
+    if max_body:
+        options["max_request_body_size"] = max_body
+    if trusted_proxy:
+        options["trusted_proxy"] = trusted_proxy
+        options["trusted_proxy_headers"] = {
+            "x-forwarded-for",
+            "x-forwarded-proto",
+            "x-forwarded-host",
+            "x-forwarded-port",
+        }
+    return options
 
 
 def _base_url(server: Any) -> str:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import cached_property
@@ -299,12 +300,49 @@ def _json_type(value: Any) -> str | None:
     return None  # null: any value is accepted
 
 
-def validate_conf(spec: DagSpec, conf: Any) -> dict[str, Any]:
+MAX_CONF_BYTES = 65536  # the default of the max_conf_bytes setting
+MAX_CONF_DEPTH = 32  # lists and objects nested deeper than this are refused
+
+
+def _conf_problem(value: Any, depth: int = 0) -> str | None:
+    """What makes ``value`` unfit to store and show: too deep, NUL or a lone surrogate."""
+    if depth > MAX_CONF_DEPTH:
+        return f"nested deeper than {MAX_CONF_DEPTH} levels"
+    if isinstance(value, str):
+        if "\x00" in value:
+            return "a NUL character"
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return "a lone surrogate (not valid Unicode text)"
+        return None
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN or Infinity (not JSON)"
+    items: Any = ()
+    if isinstance(value, dict):
+        items = [*value.keys(), *value.values()]
+    elif isinstance(value, list | tuple):
+        items = value
+    for item in items:
+        problem = _conf_problem(item, depth + 1)
+        if problem:
+            return problem
+    return None
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    text = json.dumps(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def validate_conf(spec: DagSpec, conf: Any, *, max_bytes: int = MAX_CONF_BYTES) -> dict[str, Any]:
     """Check a run's ``conf`` against the DAG's declared params; return the merged params.
 
     Every key must be a declared param, and its value must have the JSON type of the
     param's default (an integer is accepted for a number; a param whose default is
-    None accepts anything). Errors name the DAG and the param.
+    None accepts anything). The conf as JSON may take at most ``max_bytes`` bytes,
+    nest at most :data:`MAX_CONF_DEPTH` levels, and hold no NUL character, lone
+    surrogate, NaN or Infinity. Errors name the DAG and the param.
 
     >>> spec = DagSpec.from_dict({**_EXAMPLE, "params": {"n": 1}})  # doctest: +SKIP
     >>> validate_conf(spec, {"n": "x"})                                  # doctest: +SKIP
@@ -316,11 +354,20 @@ def validate_conf(spec: DagSpec, conf: Any) -> dict[str, Any]:
         raise ConfigError(
             f"DAG {spec.dag_id!r}: conf must be a JSON object, got {type(conf).__name__}"
         )
+    problem = _conf_problem(conf)
+    if problem:
+        raise ConfigError(f"DAG {spec.dag_id!r}: conf holds {problem}")
+    size = len(json.dumps(conf).encode())
+    if size > max_bytes:
+        raise ConfigError(
+            f"DAG {spec.dag_id!r}: conf is {size} bytes as JSON, more than the "
+            f"{max_bytes}-byte limit (max_conf_bytes)"
+        )
     for key, value in conf.items():
         if key not in spec.params:
             declared = ", ".join(sorted(spec.params)) or "none"
             raise ConfigError(
-                f"DAG {spec.dag_id!r}: unknown param {key!r} (declared params: {declared})"
+                f"DAG {spec.dag_id!r}: unknown param {str(key)[:60]!r} (declared params: {declared})"
             )
         want = _json_type(spec.params[key])
         got = _json_type(value)
@@ -328,6 +375,6 @@ def validate_conf(spec: DagSpec, conf: Any) -> dict[str, Any]:
             continue
         raise ConfigError(
             f"DAG {spec.dag_id!r}: param {key!r} must be {want} (like its default "
-            f"{json.dumps(spec.params[key])}), got {got or 'null'} {json.dumps(value)}"
+            f"{_short(spec.params[key])}), got {got or 'null'} {_short(value)}"
         )
     return {**spec.params, **conf}

@@ -75,6 +75,7 @@ def open_store(settings: Settings) -> Any:
     from orchestrator.store import Store
 
     store = Store(settings.database_url, max_lost_tries=settings.max_lost_tries)
+    store.max_conf_bytes = settings.max_conf_bytes
     _opened.append(store)
     try:
         present = inspect(store.engine).has_table("dag_runs")

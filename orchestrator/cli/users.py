@@ -17,7 +17,10 @@ def register(sub: Any, parents: Parents) -> None:
     users = sub.add_parser("users", help="web UI logins").add_subparsers(
         dest="action", required=True
     )
-    for action, help_ in (("add", "create a web UI login"), ("password", "change a password")):
+    for action, help_ in (
+        ("add", "create a web UI login"),
+        ("password", "change a password (and end the user's sessions)"),
+    ):
         p = parents.add(users, action, help_)
         p.add_argument("username")
         p.add_argument(
@@ -25,6 +28,8 @@ def register(sub: Any, parents: Parents) -> None:
             action="store_true",
             help="read the password from the first line of stdin instead of prompting",
         )
+    p = parents.add(users, "delete", "delete a web UI login (its sessions end at once)")
+    p.add_argument("username")
     parents.add(users, "list", "list web UI logins", json_output=True)
     for choice in users.choices.values():
         choice.set_defaults(handler=cmd_users)
@@ -45,6 +50,10 @@ def cmd_users(args: argparse.Namespace, settings: Settings) -> int:
     if args.action == "list":
         rows = [{"username": u, "created_at": at} for u, at in store.list_users()]
         emit(args, rows, rows, ("username", "created_at"))
+        return 0
+    if args.action == "delete":
+        store.delete_user(args.username, now)
+        print(f"user {args.username} deleted")
         return 0
     password = read_password(args.password_stdin)
     if args.action == "add":

@@ -271,6 +271,20 @@ users = Table(
     Column("username", String(100), nullable=False, unique=True),
     Column("password_hash", Text, nullable=False),
     Column("created_at", UTCDateTime, nullable=False),
+    # copied into each signed-in session; moved on by logout, password change (0009)
+    Column("session_version", Integer, nullable=False, server_default="0"),
+)
+
+# wrong web UI logins, counted per user name and per client address (migration 0009)
+login_failures = Table(
+    "login_failures",
+    metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("at", UTCDateTime, nullable=False),
+    Column("username", String(100), nullable=False),
+    Column("address", String(100), nullable=False),
+    Index(None, "username", "at"),
+    Index(None, "address", "at"),
 )
 
 # -- alerts (migration 0004) -------------------------------------------------------------

@@ -9,7 +9,7 @@ from datetime import datetime
 
 from sqlalchemy import Connection, and_, func, select, update
 
-from orchestrator.authoring.spec import validate_conf
+from orchestrator.authoring.spec import MAX_CONF_BYTES, validate_conf
 from orchestrator.errors import ConfigError, NotFoundError, StateError
 from orchestrator.store import models as m
 from orchestrator.store.base import StoreBase, lock_runs, record_event
@@ -37,6 +37,9 @@ class Advanced:
 
 
 class RunStore(StoreBase):
+    # the largest conf a trigger may store; set from settings.max_conf_bytes by its owner
+    max_conf_bytes: int = MAX_CONF_BYTES
+
     def create_scheduled_runs(
         self,
         dag_id: str,
@@ -104,7 +107,7 @@ class RunStore(StoreBase):
         when = logical_date or now
         if when.tzinfo is None:
             raise ConfigError(f"logical_date {when.isoformat()} must be timezone-aware")
-        validate_conf(spec, conf or {})
+        validate_conf(spec, conf or {}, max_bytes=self.max_conf_bytes)
         with self.write() as conn:
             pk = insert_run(
                 conn,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import http.client
 import threading
 import urllib.request
 from datetime import UTC, datetime
@@ -76,3 +77,117 @@ def test_serve_answers_and_stops_when_told(app):
         stop.set()
         thread.join(10)
     assert not thread.is_alive()
+
+
+class Served:
+    """The app served by waitress on a free loopback port, for real HTTP requests."""
+
+    def __init__(self, app) -> None:
+        self.stop = threading.Event()
+        ready = threading.Event()
+        self.urls: list[str] = []
+
+        def on_ready(url: str) -> None:
+            self.urls.append(url)
+            ready.set()
+
+        self.thread = threading.Thread(
+            target=serve, args=(app, "127.0.0.1", 0, self.stop), kwargs={"on_ready": on_ready}
+        )
+        self.thread.start()
+        assert ready.wait(10)
+        self.port = int(self.urls[0].rsplit(":", 1)[1])
+
+    def request(self, method: str, path: str, headers: dict[str, str], body: bytes = b""):
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+        try:
+            conn.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
+            for name, value in headers.items():
+                conn.putheader(name, value)
+            conn.endheaders(body or None)
+            response = conn.getresponse()
+            self.headers = response.headers
+            return response.status, response.read()
+        finally:
+            conn.close()
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join(10)
+        assert not self.thread.is_alive()
+
+
+@pytest.fixture
+def served(app):
+    s = Served(app)
+    yield s
+    s.close()
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_the_real_server_refuses_foreign_hosts(served):
+    """DNS rebinding: the browser sends the attacker's name, which resolves to us."""
+    p = served.port
+    for host in (
+        f"evil.example:{p}",
+        f"EVIL.EXAMPLE:{p}",
+        f"127.0.0.1.evil.example:{p}",
+        "127.0.0.1.evil.example",
+        f"localhost.evil.example:{p}",
+        "127.0.0.1:99999",
+        f"127.0.0.1:{p}:{p}",
+        f"127.0.0.1:{p}@evil.example",
+        f"[::1].evil.example:{p}",
+        "",
+    ):
+        status, body = served.request("GET", "/api/v1/dags", {"Host": host})
+        assert status == 400, host
+        assert b"Host" in body
+    for host in (f"127.0.0.1:{p}", f"LOCALHOST:{p}", f"[::1]:{p}", "localhost"):
+        status, _ = served.request("GET", "/api/v1/dags", {"Host": host})
+        assert status == 200, host
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_the_real_server_refuses_a_huge_body_before_reading_it(settings, store):
+    store.add_user("ada", "long enough password", START)
+    app = create_app(settings.with_(web_max_body_bytes=1000), store, login_required=True)
+    s = Served(app)
+    try:
+        headers = {
+            "Host": f"127.0.0.1:{s.port}",
+            "Content-Type": "application/x-www-form-urlencoded",
+            "Content-Length": str(50 * 1024 * 1024),  # announced; only a little is sent
+        }
+        status, _ = s.request("POST", "/login", headers, b"username=ada&password=x")
+        assert status == 413
+    finally:
+        s.close()
+
+
+def test_login_on_loopback_too_needs_a_user(settings, store):
+    app = create_app(settings.with_(web_login="always"), store)
+    with pytest.raises(ConfigError, match="orchestrator users add"):
+        check_bind(app, "127.0.0.1")
+    store.add_user("ada", "long enough password", START)
+    check_bind(app, "127.0.0.1")
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+@pytest.mark.parametrize("trusted", [True, False])
+def test_secure_cookie_behind_a_trusted_tls_proxy(settings, store, trusted):
+    proxy = "127.0.0.1" if trusted else None
+    app = create_app(settings.with_(web_trusted_proxy=proxy), store)
+    s = Served(app)
+    try:
+        headers = {
+            "Host": "127.0.0.1",
+            "X-Forwarded-Proto": "https",
+            "X-Forwarded-Host": "localhost",
+        }
+        status, _ = s.request("GET", "/api/v1/csrf", headers)
+        assert status == 200
+        cookie = s.headers["Set-Cookie"]
+        assert ("; Secure" in cookie) is trusted  # an untrusted peer's header is dropped
+    finally:
+        s.close()

@@ -1,5 +1,9 @@
 """HTML form actions. All POST (CSRF-checked before they run); each flashes what it did
-and redirects back (Post/Redirect/Get), so reloading never repeats an action."""
+and redirects back (Post/Redirect/Get), so reloading never repeats an action.
+
+A form field outside its documented values (``paused`` not ``true``/``false``...) is
+400 and changes nothing. Flashed messages are cut to :data:`FLASH_CHARS`: they travel
+in the session cookie, which browsers drop beyond 4 KB."""
 
 from __future__ import annotations
 
@@ -11,17 +15,27 @@ from werkzeug.wrappers import Response
 from orchestrator.errors import OrchestratorError
 from webui import operations as ops
 from webui.current import get_store, now
+from webui.inputs import form_choice
 from webui.params_form import parse_params
 from webui.security import current_user
 
 bp = Blueprint("actions", __name__)
 
+FLASH_CHARS = 300
+TRUE_FALSE = ("true", "false")
+
+
+def _flash(message: str, category: str) -> None:
+    if len(message) > FLASH_CHARS:
+        message = message[: FLASH_CHARS - 3] + "..."
+    flash(message, category)
+
 
 def _do(action: Callable[[], str], back: str) -> Response:
     try:
-        flash(action(), "ok")
+        _flash(action(), "ok")
     except OrchestratorError as exc:
-        flash(str(exc), "error")
+        _flash(str(exc), "error")
     return redirect(back)
 
 
@@ -40,15 +54,15 @@ def trigger(dag_id: str) -> Response:
         conf = parse_params(store.current_spec(dag_id).params, request.form)
         run_id, message = ops.trigger(store, dag_id, conf, now())
     except OrchestratorError as exc:
-        flash(str(exc), "error")
+        _flash(str(exc), "error")
         return redirect(_dag_url(dag_id))
-    flash(message, "ok")
+    _flash(message, "ok")
     return redirect(url_for("runs.run_detail", run_id=run_id))
 
 
 @bp.post("/dags/<dag_id>/pause")
 def pause(dag_id: str) -> Response:
-    paused = request.form.get("paused") == "true"
+    paused = form_choice("paused", TRUE_FALSE) == "true"
     back = request.form.get("back") == "list"
     target = url_for("pages.dag_list") if back else _dag_url(dag_id)
     return _do(lambda: ops.set_paused(get_store(), dag_id, paused, now()), target)
@@ -75,7 +89,7 @@ def cancel(run_id: str) -> Response:
 
 @bp.post("/runs/<run_id>/tasks/<task_id>/clear")
 def clear(run_id: str, task_id: str) -> Response:
-    downstream = request.form.get("downstream") == "true"
+    downstream = form_choice("downstream", TRUE_FALSE, default="false") == "true"
     return _do(
         lambda: ops.clear(get_store(), run_id, task_id, downstream, now()),
         _ti_url(run_id, task_id),

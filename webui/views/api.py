@@ -13,6 +13,7 @@ from orchestrator.store.records import DagRecord
 from webui import data, queries
 from webui.current import get_settings, get_store, now
 from webui.formatting import iso
+from webui.inputs import int_arg
 from webui.logs import read_log
 from webui.views.events import filters
 from webui.views.openapi import document
@@ -40,7 +41,7 @@ def dag_json(dag: DagRecord, words: str | None = None) -> dict[str, Any]:
 
 
 def _limit(default: int = 50) -> int:
-    return min(max(request.args.get("limit", default=default, type=int) or default, 1), MAX_LIMIT)
+    return min(max(int_arg("limit", default) or default, 1), MAX_LIMIT)
 
 
 @bp.get("/openapi.json")
@@ -81,7 +82,7 @@ def dag(dag_id: str) -> Response:
 def runs(dag_id: str) -> Response:
     store = get_store()
     store.get_dag(dag_id)  # 404 for an unknown DAG, not an empty list
-    offset = max(request.args.get("offset", default=0, type=int) or 0, 0)
+    offset = int_arg("offset", 0) or 0
     items, total = queries.runs_page(
         store, dag_id, state=request.args.get("state") or None, offset=offset, limit=_limit()
     )
@@ -143,14 +144,14 @@ def log(run_id: str, task_id: str, try_number: int) -> Response:
 
         raise NotFoundError(f"task {task_id!r} of {run_id} has no try {try_number}")
     t = tries[try_number]
-    chunk = read_log(get_settings().log_dir, t.log_path, request.args.get("offset", type=int))
+    chunk = read_log(get_settings().log_dir, t.log_path, int_arg("offset", None))
     return jsonify(asdict(chunk) | {"state": t.state, "finished": t.end_date is not None})
 
 
 @bp.get("/events")
 def events() -> Response:
     items = get_store().events(
-        before=request.args.get("before", type=int),
+        before=int_arg("before", None),
         limit=_limit(100),
         **{k: v or None for k, v in filters().items()},
     )

@@ -1,31 +1,23 @@
 """The JSON API, action side: POST with a JSON body and an ``X-CSRF-Token`` header.
 
 Get the token from ``GET /api/v1/csrf`` in the same session (cookie). Answers
-``{"message": ...}`` saying what was done, or an error with ``detail``.
+``{"message": ...}`` saying what was done, or an error with ``detail``. A body must
+be a JSON object with exactly the documented fields and types (see
+:func:`webui.inputs.json_body`); anything else is 400 and changes nothing.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
-from flask import Blueprint, jsonify, request
+from flask import Blueprint, jsonify
 from werkzeug.wrappers import Response
 
 from orchestrator.errors import ConfigError
 from webui import operations as ops
 from webui.current import get_store, now
+from webui.inputs import json_body
 from webui.security import csrf_token, current_user
 
 bp = Blueprint("api_actions", __name__, url_prefix="/api/v1")
-
-
-def _body() -> dict[str, Any]:
-    body = request.get_json(silent=True)
-    if body is None:
-        body = {}
-    if not isinstance(body, dict):
-        raise ConfigError("the request body must be a JSON object")
-    return body
 
 
 @bp.get("/csrf")
@@ -35,15 +27,14 @@ def csrf() -> Response:
 
 @bp.post("/dags/<dag_id>/runs")
 def trigger(dag_id: str) -> tuple[Response, int]:
-    conf = _body().get("conf", {})
-    if not isinstance(conf, dict):
-        raise ConfigError("conf: expected a JSON object")
+    conf = json_body({"conf": dict}).get("conf", {})
     store = get_store()
     declared = store.current_spec(dag_id).params
     unknown = sorted(set(conf) - set(declared))
     if unknown:
+        shown = ", ".join(name[:40] for name in unknown[:5])
         raise ConfigError(
-            f"conf: unknown params {', '.join(unknown)} (declared: {', '.join(declared) or 'none'})"
+            f"conf: unknown params {shown} (declared: {', '.join(declared) or 'none'})"
         )
     run_id, message = ops.trigger(store, dag_id, conf, now())
     return jsonify({"run_id": run_id, "message": message}), 201
@@ -51,35 +42,32 @@ def trigger(dag_id: str) -> tuple[Response, int]:
 
 @bp.post("/dags/<dag_id>/pause")
 def pause(dag_id: str) -> Response:
-    paused = _body().get("paused", True)
-    if not isinstance(paused, bool):
-        raise ConfigError("paused: expected true or false")
+    paused = json_body({"paused": bool}, required=("paused",))["paused"]
     return jsonify({"message": ops.set_paused(get_store(), dag_id, paused, now())})
 
 
 @bp.post("/dags/<dag_id>/backfill")
 def backfill(dag_id: str) -> Response:
-    body = _body()
-    message = ops.backfill(
-        get_store(), dag_id, str(body.get("start", "")), str(body.get("end", "")), now()
-    )
+    body = json_body({"start": str, "end": str}, required=("start", "end"))
+    message = ops.backfill(get_store(), dag_id, body["start"], body["end"], now())
     return jsonify({"message": message})
 
 
 @bp.post("/runs/<run_id>/cancel")
 def cancel(run_id: str) -> Response:
+    json_body({})
     return jsonify({"message": ops.cancel(get_store(), run_id, now(), current_user())})
 
 
 @bp.post("/runs/<run_id>/tasks/<task_id>/clear")
 def clear(run_id: str, task_id: str) -> Response:
-    downstream = bool(_body().get("downstream", False))
+    downstream = json_body({"downstream": bool}).get("downstream", False)
     return jsonify({"message": ops.clear(get_store(), run_id, task_id, downstream, now())})
 
 
 @bp.post("/runs/<run_id>/tasks/<task_id>/mark")
 def mark(run_id: str, task_id: str) -> Response:
-    state = str(_body().get("state", ""))
+    state = json_body({"state": str}, required=("state",))["state"]
     return jsonify(
         {"message": ops.mark(get_store(), run_id, task_id, state, now(), current_user())}
     )

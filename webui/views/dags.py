@@ -6,9 +6,12 @@ from flask import Blueprint, render_template, request
 
 from webui import data
 from webui.current import get_store, now
+from webui.inputs import MAX_INT, int_arg
 from webui.params_form import fields_for
 
 bp = Blueprint("pages", __name__)
+
+MAX_PAGE = MAX_INT // data.HISTORY_PAGE  # so the page's offset still fits a BIGINT
 
 
 @bp.get("/")
@@ -27,7 +30,7 @@ def dag_detail(dag_id: str) -> str:
         now(),
         run_id=request.args.get("run_id", ""),
         state=request.args.get("state", ""),
-        page=request.args.get("page", 1, type=int) or 1,
+        page=int_arg("page", 1, hi=MAX_PAGE) or 1,
     )
     return render_template(
         "dag_detail.html",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from flask import Blueprint, render_template, request
 
 from webui.current import get_store
+from webui.inputs import int_arg
 
 bp = Blueprint("events", __name__)
 
@@ -13,7 +14,8 @@ KNOWN_KINDS = (
     "run_created", "run_success", "run_failed", "run_cancelled", "task_retry",
     "task_dead_lettered", "task_cleared", "task_marked_success", "task_marked_failed",
     "stale_write_rejected", "dag_added", "dag_paused", "dag_unpaused", "dag_removed",
-    "schedule_changed", "import_error", "task_lost",
+    "schedule_changed", "import_error", "task_lost", "login_failed", "user_added",
+    "user_deleted", "user_password_set",
 )  # fmt: skip
 
 
@@ -24,7 +26,7 @@ def filters() -> dict[str, str]:
 @bp.get("/events")
 def event_log() -> str:
     f = filters()
-    before = request.args.get("before", type=int)
+    before = int_arg("before", None)
     items = get_store().events(before=before, limit=PAGE, **{k: v or None for k, v in f.items()})
     older = items[-1].id if len(items) == PAGE else None
     return render_template(

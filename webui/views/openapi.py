@@ -24,6 +24,13 @@ ROUTES: list[tuple[str, str, str, tuple[str, ...], dict[str, str]]] = [
     ("post", "/runs/{run_id}/tasks/{task_id}/mark", "Mark a task success or failed", (), {"state": "string"}),
 ]  # fmt: skip
 
+# JSON body fields that must be present (webui.inputs.json_body refuses a body without)
+REQUIRED: dict[str, list[str]] = {
+    "/dags/{dag_id}/pause": ["paused"],
+    "/dags/{dag_id}/backfill": ["start", "end"],
+    "/runs/{run_id}/tasks/{task_id}/mark": ["state"],
+}
+
 ERROR = {
     "description": "Error",
     "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
@@ -51,10 +58,13 @@ def _operation(method: str, path: str, summary: str, query: tuple, body: dict) -
         op["parameters"].append(
             {"name": "X-CSRF-Token", "in": "header", "required": True, "schema": {"type": "string"}}
         )
-        props = {k: {"type": v} for k, v in body.items()}
-        op["requestBody"] = {
-            "content": {"application/json": {"schema": {"type": "object", "properties": props}}}
+        schema = {
+            "type": "object",
+            "properties": {k: {"type": v} for k, v in body.items()},
+            "required": REQUIRED.get(path, []),
+            "additionalProperties": False,
         }
+        op["requestBody"] = {"content": {"application/json": {"schema": schema}}}
     return op
 
 
