@@ -20,7 +20,7 @@ from sqlalchemy import func, select, union_all
 from orchestrator.authoring.spec import DagSpec
 from orchestrator.store import Store
 from orchestrator.store import models as m
-from orchestrator.store.records import Record, RunRecord, TryRecord
+from orchestrator.store.records import Record, RunRecord, TaskInstanceRecord, TryRecord
 
 
 @dataclass(frozen=True)
@@ -155,6 +155,25 @@ def grid(store: Store, dag_id: str, *, limit: int) -> tuple[list[RunRecord], dic
             for row in conn.execute(q):
                 cells[(by_pk[row.run_pk], row.task_id)] = Cell(row.state, row.try_number)
     return runs, cells
+
+
+def task_instances(store: Store, run_id: str) -> list[TaskInstanceRecord]:
+    """A run's task instances without their results (a page shows none of them, and
+    10,000 results can weigh more than the rest of the page)."""
+    ti = m.task_instances
+    cols = [c for c in ti.c if c.name not in ("result", "run_pk", "pool", "pool_slots")]
+    with store.read() as conn:
+        rows = conn.execute(select(*cols).where(ti.c.run_id == run_id).order_by(ti.c.id)).all()
+    return [TaskInstanceRecord.from_row(row) for row in rows]
+
+
+def task_states(store: Store, run_id: str) -> dict[str, str]:
+    """task_id -> state for one run: all the graph of a DAG's page needs of it."""
+    ti = m.task_instances
+    with store.read() as conn:
+        return dict(
+            conn.execute(select(ti.c.task_id, ti.c.state).where(ti.c.run_id == run_id)).all()
+        )
 
 
 def run_tries(store: Store, run_id: str) -> list[TryRecord]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields, is_dataclass
 from datetime import datetime
 from typing import Any
 
@@ -18,7 +18,13 @@ def _jsonable(value: Any) -> Any:
 
 class Record:
     def to_dict(self) -> dict[str, Any]:
-        return {k: _jsonable(v) for k, v in asdict(self).items()}  # type: ignore[call-overload]
+        """The fields as JSON-ready values (shallow: no deep copy, which ``asdict``
+        makes of every dict and list and which dominated a 10,000-task run's API)."""
+        return {
+            f.name: _jsonable(asdict(v) if is_dataclass(v) else v)  # type: ignore[arg-type]
+            for f in fields(self)  # type: ignore[arg-type]
+            for v in (getattr(self, f.name),)
+        }
 
 
 @dataclass(frozen=True)
@@ -52,6 +58,17 @@ class DagRecord(Record):
             schedule_exhausted=bool(row.schedule_exhausted),
             last_parsed_at=row.last_parsed_at,
         )
+
+
+@dataclass(frozen=True)
+class SourceRecord(Record):
+    """The DAG file's text stored with a version when the DAG processor parsed it."""
+
+    sha256: str  # of the whole file
+    text: str  # its first MAX_SOURCE_BYTES bytes, decoded
+    size: int  # of the whole file, in bytes
+    truncated: bool
+    created_at: datetime
 
 
 @dataclass(frozen=True)

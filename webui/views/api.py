@@ -93,21 +93,20 @@ def grid(dag_id: str) -> Response:
     store = get_store()
     spec = store.current_spec(dag_id)
     runs_, cells = queries.grid(store, dag_id, limit=_limit(data.GRID_RUNS))
+    by_run: dict[str, dict[str, Any]] = {r.run_id: {} for r in runs_}
+    for (rid, t), c in cells.items():  # one pass over the cells, not one per run
+        by_run[rid][t] = {"state": c.state, "try_number": c.try_number}
     return jsonify(
         {
             "tasks": list(spec.topological_order),
-            "dag_runs": [
-                r.to_dict()
-                | {"cells": {t: asdict(c) for (rid, t), c in cells.items() if rid == r.run_id}}
-                for r in runs_
-            ],
+            "dag_runs": [r.to_dict() | {"cells": by_run[r.run_id]} for r in runs_],
         }
     )
 
 
 @bp.get("/runs/<run_id>")
 def run(run_id: str) -> Response:
-    ctx = data.run_page(get_store(), run_id, now())
+    ctx = data.run_facts(get_store(), run_id)  # no graph layout, no Gantt: not returned
     return jsonify(
         ctx["run"].to_dict()
         | {
