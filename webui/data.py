@@ -28,7 +28,7 @@ from webui.layouts import Layouts
 
 RECENT_RUNS = 10
 GRID_RUNS = 25
-GRID_CELLS = 50_000  # a wide DAG's grid shows fewer runs, never fewer tasks
+GRID_CELLS = 20_000  # a wide DAG's grid shows fewer runs, never fewer tasks
 HISTORY_PAGE = 25
 RUN_COUNT_UP_TO = 10_000  # the run history counts this far, then says "10000+"
 PREVIEW = 8

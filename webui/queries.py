@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import NamedTuple
 
 from sqlalchemy import func, select, union_all
 
@@ -33,9 +34,8 @@ class RunMark(Record):
     state: str
 
 
-@dataclass(frozen=True)
-class Cell(Record):
-    """One task instance in the grid."""
+class Cell(NamedTuple):
+    """One task instance in the grid (a tuple: a wide DAG's grid has tens of thousands)."""
 
     state: str
     try_number: int
@@ -183,6 +183,33 @@ def run_tries(store: Store, run_id: str) -> list[TryRecord]:
     with store.read() as conn:
         rows = conn.execute(select(tries).where(tries.c.ti_id.in_(ids)).order_by(tries.c.id)).all()
     return [TryRecord.from_row(row) for row in rows]
+
+
+def run_summary(store: Store, run_id: str) -> dict:
+    """What changes while a run runs, in two indexed queries whatever its size: its
+    state, its task instances counted by state, its tries counted and the last one
+    begun or ended. An open run page polls this to know when to refresh."""
+    r, ti, tries = m.dag_runs, m.task_instances, m.task_tries
+    with store.read() as conn:
+        run = conn.execute(
+            select(r.c.id, r.c.state, r.c.end_date).where(r.c.run_id == run_id)
+        ).first()
+        if run is None:
+            return {}
+        counts = dict(
+            conn.execute(
+                select(ti.c.state, func.count()).where(ti.c.run_pk == run.id).group_by(ti.c.state)
+            ).all()
+        )
+        ids = select(ti.c.id).where(ti.c.run_pk == run.id).scalar_subquery()
+        n, last, ended = conn.execute(
+            select(func.count(), func.max(tries.c.id), func.max(tries.c.end_date)).where(
+                tries.c.ti_id.in_(ids)
+            )
+        ).one()
+    return {"run_id": run_id, "state": run.state, "end_date": run.end_date,
+            "task_states": dict(sorted(counts.items())), "tries": n, "last_try": last,
+            "last_try_end": ended}  # fmt: skip
 
 
 def result_of(store: Store, run_id: str, task_id: str) -> str | None:

@@ -138,6 +138,7 @@ def task_rows(tis: Iterable[Any], task_href: str) -> Markup:
     """The run page's task instance rows; ``task_href`` is the run's task URL prefix."""
     of = _states()
     pills: dict[str, str] = {}
+    href = escape(task_href)
     out = []
     for ti in tis:
         eid = escape(ti.task_id)
@@ -145,7 +146,7 @@ def task_rows(tis: Iterable[Any], task_href: str) -> Markup:
         if pill is None:
             pill = pills[ti.state] = _pill(of(ti.state)[0], ti.state)
         out.append(
-            f'<tr data-task-id="{eid}"><td><a href="{escape(task_href)}'
+            f'<tr data-task-id="{eid}"><td><a href="{href}'
             f'{quote(ti.task_id, safe="")}">{eid}</a></td><td>{pill}</td>'
             f"<td>{ti.try_number} / {ti.max_tries}</td>"
             f'<td class="nowrap">{utc(ti.start_date, seconds=True)}</td>'

@@ -20,11 +20,27 @@ class Record:
     def to_dict(self) -> dict[str, Any]:
         """The fields as JSON-ready values (shallow: no deep copy, which ``asdict``
         makes of every dict and list and which dominated a 10,000-task run's API)."""
-        return {
-            f.name: _jsonable(asdict(v) if is_dataclass(v) else v)  # type: ignore[arg-type]
-            for f in fields(self)  # type: ignore[arg-type]
-            for v in (getattr(self, f.name),)
-        }
+        names = _FIELDS.get(type(self))
+        if names is None:
+            names = _FIELDS[type(self)] = tuple(f.name for f in fields(self))  # type: ignore[arg-type]
+        out: dict[str, Any] = {}
+        for name in names:
+            value = getattr(self, name)
+            if type(value) in _PLAIN:
+                out[name] = value
+            elif isinstance(value, datetime):
+                out[name] = value.isoformat()
+            elif isinstance(value, tuple | list):
+                out[name] = [asdict(x) if is_dataclass(x) else x for x in value]  # type: ignore[arg-type]
+            elif is_dataclass(value) and not isinstance(value, type):
+                out[name] = asdict(value)
+            else:
+                out[name] = value
+        return out
+
+
+_PLAIN = frozenset({str, int, float, bool, type(None), dict})
+_FIELDS: dict[type, tuple[str, ...]] = {}  # field names by record class, looked up once
 
 
 @dataclass(frozen=True)

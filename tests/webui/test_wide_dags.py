@@ -98,3 +98,18 @@ def test_the_grid_shows_fewer_runs_never_fewer_tasks():
     assert data.grid_runs(10) == data.GRID_RUNS
     assert data.grid_runs(10_000) == data.GRID_CELLS // 10_000
     assert data.grid_runs(10**7) == 1
+
+
+def test_an_open_run_page_polls_a_summary_that_changes_with_the_run(store, client):
+    store.save_dag(wide_dag("wide", 50), START)
+    run = store.trigger_run("wide", START)
+    page = client.get(f"/runs/{run.run_id}").get_data(as_text=True)
+    assert f'data-poll="/api/v1/runs/{run.run_id}/summary"' in page
+    before = client.get(f"/api/v1/runs/{run.run_id}/summary").get_json()
+    assert before["state"] == "queued" and sum(before["task_states"].values()) == 52
+    assert "task_instances" not in before  # a few counts, not the run's 52 tasks
+    store.start_queued_runs(START)
+    store.release_ready(START)
+    after = client.get(f"/api/v1/runs/{run.run_id}/summary").get_json()
+    assert after != before and after["state"] == "running"
+    assert client.get("/api/v1/runs/nope/summary").status_code == 404

@@ -116,6 +116,19 @@ def run(run_id: str) -> Response:
     )
 
 
+@bp.get("/runs/<run_id>/summary")
+def run_summary(run_id: str) -> Response:
+    """What an open run page polls: a few indexed counts, whatever the run's size."""
+    body = queries.run_summary(get_store(), run_id)
+    if not body:
+        from orchestrator.errors import NotFoundError
+
+        raise NotFoundError(f"no run with run_id {run_id!r}")
+    return jsonify(
+        body | {"end_date": iso(body["end_date"]), "last_try_end": iso(body["last_try_end"])}
+    )
+
+
 @bp.get("/runs/<run_id>/tasks/<task_id>")
 def task_instance(run_id: str, task_id: str) -> Response:
     s = get_settings()
