@@ -212,6 +212,37 @@ def run_summary(store: Store, run_id: str) -> dict:
             "last_try_end": ended}  # fmt: skip
 
 
+def dag_summary(store: Store, dag_id: str, *, limit: int) -> dict:
+    """What changes on a DAG's page, cheaply: pause state and its latest ``limit``
+    runs, each with its task instances counted by state (index on run_pk, state)."""
+    d, r, ti = m.dags, m.dag_runs, m.task_instances
+    with store.read() as conn:
+        paused = conn.execute(
+            select(d.c.is_paused).where(d.c.dag_id == dag_id)
+        ).scalar_one_or_none()
+        if paused is None:
+            return {}
+        runs = conn.execute(
+            select(r.c.id, r.c.run_id, r.c.state)
+            .where(r.c.dag_id == dag_id)
+            .order_by(r.c.logical_date.desc(), r.c.id.desc())
+            .limit(limit)
+        ).all()
+        counts: dict[int, dict[str, int]] = {run.id: {} for run in runs}
+        if runs:
+            q = (
+                select(ti.c.run_pk, ti.c.state, func.count())
+                .where(ti.c.run_pk.in_(list(counts)))
+                .group_by(ti.c.run_pk, ti.c.state)
+            )
+            for pk, state, n in conn.execute(q):
+                counts[pk][state] = n
+    return {"dag_id": dag_id, "is_paused": bool(paused),
+            "dag_runs": [{"run_id": x.run_id, "state": x.state,
+                          "task_states": dict(sorted(counts[x.id].items()))}
+                         for x in reversed(runs)]}  # fmt: skip
+
+
 def result_of(store: Store, run_id: str, task_id: str) -> str | None:
     ti = m.task_instances
     with store.read() as conn:

@@ -84,7 +84,7 @@ def test_a_wide_dags_pages_list_every_task(store, client):
     assert (first, latest) == (len(ids), 2 * len(ids))  # cells; and the latest's graph nodes
     columns = data.grid_runs(len(ids))
     assert columns * len(ids) <= data.GRID_CELLS
-    assert f"/api/v1/dags/wide/grid?limit={columns}" in html  # the page polls what it shows
+    assert f"/api/v1/dags/wide/summary?limit={columns}" in html  # polls what it shows
 
     page = client.get(f"/runs/{runs[0].run_id}").get_data(as_text=True)
     assert len(re.findall(r'<tr data-task-id="([^"]+)">', page)) == len(ids)
@@ -113,3 +113,19 @@ def test_an_open_run_page_polls_a_summary_that_changes_with_the_run(store, clien
     after = client.get(f"/api/v1/runs/{run.run_id}/summary").get_json()
     assert after != before and after["state"] == "running"
     assert client.get("/api/v1/runs/nope/summary").status_code == 404
+
+
+def test_an_open_dag_page_polls_a_summary_that_changes_with_its_runs(store, client):
+    store.save_dag(wide_dag("wide", 50), START)
+    first = store.trigger_run("wide", START)
+    url = "/api/v1/dags/wide/summary?limit=25"
+    before = client.get(url).get_json()
+    assert [r["run_id"] for r in before["dag_runs"]] == [first.run_id]
+    assert sum(before["dag_runs"][0]["task_states"].values()) == 52
+    store.start_queued_runs(START)
+    store.release_ready(START)
+    assert client.get(url).get_json() != before
+    second = store.trigger_run("wide", START + timedelta(minutes=1))
+    runs = client.get(url).get_json()["dag_runs"]
+    assert [r["run_id"] for r in runs] == [first.run_id, second.run_id]  # oldest first
+    assert client.get("/api/v1/dags/nope/summary").status_code == 404

@@ -104,6 +104,17 @@ def grid(dag_id: str) -> Response:
     )
 
 
+@bp.get("/dags/<dag_id>/summary")
+def dag_summary(dag_id: str) -> Response:
+    """What an open DAG page polls: its latest runs' task states counted, not its cells."""
+    body = queries.dag_summary(get_store(), dag_id, limit=_limit(data.GRID_RUNS))
+    if not body:
+        from orchestrator.errors import NotFoundError
+
+        raise NotFoundError(f"no DAG with dag_id {dag_id!r}")
+    return jsonify(body)
+
+
 @bp.get("/runs/<run_id>")
 def run(run_id: str) -> Response:
     ctx = data.run_facts(get_store(), run_id)  # no graph layout, no Gantt: not returned

@@ -10,6 +10,7 @@ ROUTES: list[tuple[str, str, str, tuple[str, ...], dict[str, str]]] = [
     ("get", "/dags/{dag_id}", "One DAG: params, tasks, schedule preview", (), {}),
     ("get", "/dags/{dag_id}/runs", "A page of runs, newest first", ("state", "limit", "offset"), {}),
     ("get", "/dags/{dag_id}/grid", "Latest runs x tasks", ("limit",), {}),
+    ("get", "/dags/{dag_id}/summary", "Latest runs with task states counted: cheap to poll", ("limit",), {}),
     ("get", "/runs/{run_id}", "A run with its task instances and tries", (), {}),
     ("get", "/runs/{run_id}/summary", "A run's state, task states counted, tries: cheap to poll", (), {}),
     ("get", "/runs/{run_id}/tasks/{task_id}", "A task instance: tries, results, why waiting", (), {}),
