@@ -28,15 +28,16 @@ def wide_dag(dag_id: str, width: int) -> dict:
 
 @pytest.fixture
 def layout_calls(monkeypatch) -> list[int]:
-    """Every graph layout computed, by number of nodes."""
+    """Every graph layout computed, by number of nodes (its first step is spied on, so
+    a caller holding its own reference to ``layout`` is counted too)."""
     calls: list[int] = []
-    real = graph_layout.layout
+    real = graph_layout.layers_of
 
     def spy(graph):
         calls.append(graph.number_of_nodes())
         return real(graph)
 
-    monkeypatch.setattr(graph_layout, "layout", spy)
+    monkeypatch.setattr(graph_layout, "layers_of", spy)
     return calls
 
 
