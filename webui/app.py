@@ -20,8 +20,10 @@ from orchestrator.clock import Clock, SystemClock
 from orchestrator.errors import ConfigError, NotFoundError, StateError
 from orchestrator.settings import Settings
 from orchestrator.store import Store
-from webui import formatting
-from webui.current import CLOCK_KEY, SETTINGS_KEY, STORE_KEY
+from webui import formatting, render
+from webui.current import CLOCK_KEY, LAYOUTS_KEY, SETTINGS_KEY, STORE_KEY
+from webui.data import GRID_RUNS
+from webui.layouts import Layouts
 from webui.secret import load_or_create_secret
 from webui.security import (
     SessionInterface,
@@ -75,6 +77,7 @@ def create_app(
     app.extensions[STORE_KEY].max_conf_bytes = settings.max_conf_bytes
     app.extensions[SETTINGS_KEY] = settings
     app.extensions[CLOCK_KEY] = clock or SystemClock()
+    app.extensions[LAYOUTS_KEY] = Layouts()
     if login_required is None:
         login_required = settings.web_login == "always" or not is_loopback(settings.web_host)
     app.config["LOGIN_REQUIRED"] = login_required
@@ -87,6 +90,11 @@ def create_app(
     app.add_template_global(formatting.duration, "duration")
     app.add_template_global(csrf_token, "csrf_token")
     app.add_template_global(current_user, "current_user")
+    app.add_template_global(render.grid_rows, "grid_rows")
+    app.add_template_global(render.task_href, "task_href")
+    app.add_template_global(render.task_rows, "task_rows")
+    app.add_template_global(render.gantt_rows, "gantt_rows")
+    app.add_template_global(GRID_RUNS, "grid_runs_max")
 
     from webui.views import actions, api, api_actions, auth, dags, events, health, metrics, runs
 

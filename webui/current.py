@@ -13,10 +13,12 @@ from flask import current_app
 
 from orchestrator.settings import Settings
 from orchestrator.store import Store
+from webui.layouts import Layouts
 
 STORE_KEY = "orchestrator_store"
 SETTINGS_KEY = "orchestrator_settings"
 CLOCK_KEY = "orchestrator_clock"
+LAYOUTS_KEY = "orchestrator_layouts"
 
 
 def get_store() -> Store:
@@ -27,6 +29,11 @@ def get_store() -> Store:
 def get_settings() -> Settings:
     """The settings the app was built with."""
     return current_app.extensions[SETTINGS_KEY]
+
+
+def get_layouts() -> Layouts:
+    """The app's graph layouts, one per DAG version (see :mod:`webui.layouts`)."""
+    return current_app.extensions[LAYOUTS_KEY]
 
 
 def now() -> datetime:

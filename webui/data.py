@@ -27,14 +27,14 @@ from orchestrator.store.task_store import idempotency_key
 from webui import queries
 from webui.cron_words import schedule_in_words
 from webui.gantt import gantt
-from webui.graph_layout import layout
+from webui.layouts import Layouts
 
 RECENT_RUNS = 10
 GRID_RUNS = 25
+GRID_CELLS = 20_000  # a wide DAG's grid shows fewer runs, never fewer tasks
 HISTORY_PAGE = 25
 RUN_COUNT_UP_TO = 10_000  # the run history counts this far, then says "10000+"
 PREVIEW = 8
-SOURCE_LIMIT = 200_000
 
 
 def words(spec: DagSpec) -> str:
@@ -71,30 +71,32 @@ def schedule_preview(spec: DagSpec, now: datetime, count: int = PREVIEW) -> list
     return out
 
 
-def read_source(fileloc: str) -> str | None:
-    try:
-        with open(fileloc, encoding="utf-8", errors="replace") as f:
-            return f.read(SOURCE_LIMIT)
-    except OSError:
-        return None
-
-
-def graph(spec: DagSpec) -> Any:
-    return layout(spec.graph)
+def grid_runs(tasks: int) -> int:
+    """How many runs the grid shows for a DAG of ``tasks`` tasks: GRID_RUNS, fewer for
+    a DAG so wide that they would make more than GRID_CELLS cells (at least 1)."""
+    return max(1, min(GRID_RUNS, GRID_CELLS // max(tasks, 1)))
 
 
 def dag_page(
-    store: Store, dag_id: str, now: datetime, *, run_id: str = "", state: str = "", page: int = 1
+    store: Store,
+    layouts: Layouts,
+    dag_id: str,
+    now: datetime,
+    *,
+    run_id: str = "",
+    state: str = "",
+    page: int = 1,
 ) -> dict[str, Any]:
     dag = store.get_dag(dag_id)
     spec = store.spec(dag_id, dag.version_hash)
-    runs, cells = queries.grid(store, dag_id, limit=GRID_RUNS)
+    columns = grid_runs(len(spec.tasks))
+    runs, cells = queries.grid(store, dag_id, limit=columns)
     selected = next((r for r in runs if r.run_id == run_id), runs[-1] if runs else None)
     if run_id and (selected is None or selected.run_id != run_id):
         selected = store.get_run(run_id)
     states = {}
     if selected is not None:
-        states = {t.task_id: t.state for t in store.task_instances(selected.run_id)}
+        states = queries.task_states(store, selected.run_id)
     page = max(page, 1)
     history, total = queries.runs_page(
         store, dag_id, state=state or None, offset=(page - 1) * HISTORY_PAGE, limit=HISTORY_PAGE,
@@ -112,9 +114,11 @@ def dag_page(
         "grid_runs": runs,
         "cells": cells,
         "tasks": list(spec.topological_order),
+        "grid_columns": columns,
         "selected": selected,
         "states": states,
-        "graph": graph(spec),
+        "graph": layouts.get(store, spec, dag_id, dag.version_hash),
+        "source": store.version_source(dag_id, dag.version_hash),
         "history": history,
         "total": total,
         "more": more,
@@ -125,23 +129,34 @@ def dag_page(
     }
 
 
-def run_page(store: Store, run_id: str, now: datetime) -> dict[str, Any]:
+def run_facts(store: Store, run_id: str) -> dict[str, Any]:
+    """A run, its DAG and version, its task instances (in the DAG's order) and tries:
+    what the run's JSON API returns, in time linear in the number of tasks."""
     run = store.get_run(run_id)
     dag = store.get_dag(run.dag_id)
     spec = store.spec(run.dag_id, run.version_hash)
-    tis = store.task_instances(run_id)
-    tries = queries.run_tries(store, run_id)
-    order = [t for t in spec.topological_order if t in {ti.task_id for ti in tis}]
-    upstream = {t: spec.tasks[t].upstream for t in spec.tasks}
+    tis = queries.task_instances(store, run_id)
+    rank = {t: i for i, t in enumerate(spec.topological_order)}
     return {
         "run": run,
         "dag": dag,
         "spec": spec,
-        "tis": sorted(tis, key=lambda t: order.index(t.task_id) if t.task_id in order else 0),
-        "tries": tries,
+        "tis": sorted(tis, key=lambda t: rank.get(t.task_id, 0)),
+        "tries": queries.run_tries(store, run_id),
         "states": {t.task_id: t.state for t in tis},
-        "graph": graph(spec),
-        "gantt": gantt(run, tis, tries, order, upstream, now),
+    }
+
+
+def run_page(store: Store, layouts: Layouts, run_id: str, now: datetime) -> dict[str, Any]:
+    """:func:`run_facts` and what only the page draws: the graph and the Gantt chart."""
+    ctx = run_facts(store, run_id)
+    run, spec, tis = ctx["run"], ctx["spec"], ctx["tis"]
+    present = ctx["states"]
+    order = [t for t in spec.topological_order if t in present]
+    upstream = {t: spec.tasks[t].upstream for t in spec.tasks}
+    return ctx | {
+        "graph": layouts.get(store, spec, run.dag_id, run.version_hash),
+        "gantt": gantt(run, tis, ctx["tries"], order, upstream, now),
         "end": run.end_date or (now if run.start_date else None),
     }
 

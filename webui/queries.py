@@ -14,13 +14,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import NamedTuple
 
 from sqlalchemy import func, select, union_all
 
 from orchestrator.authoring.spec import DagSpec
 from orchestrator.store import Store
 from orchestrator.store import models as m
-from orchestrator.store.records import Record, RunRecord, TryRecord
+from orchestrator.store.records import Record, RunRecord, TaskInstanceRecord, TryRecord
 
 
 @dataclass(frozen=True)
@@ -33,9 +34,8 @@ class RunMark(Record):
     state: str
 
 
-@dataclass(frozen=True)
-class Cell(Record):
-    """One task instance in the grid."""
+class Cell(NamedTuple):
+    """One task instance in the grid (a tuple: a wide DAG's grid has tens of thousands)."""
 
     state: str
     try_number: int
@@ -157,6 +157,25 @@ def grid(store: Store, dag_id: str, *, limit: int) -> tuple[list[RunRecord], dic
     return runs, cells
 
 
+def task_instances(store: Store, run_id: str) -> list[TaskInstanceRecord]:
+    """A run's task instances without their results (a page shows none of them, and
+    10,000 results can weigh more than the rest of the page)."""
+    ti = m.task_instances
+    cols = [c for c in ti.c if c.name not in ("result", "run_pk", "pool", "pool_slots")]
+    with store.read() as conn:
+        rows = conn.execute(select(*cols).where(ti.c.run_id == run_id).order_by(ti.c.id)).all()
+    return [TaskInstanceRecord.from_row(row) for row in rows]
+
+
+def task_states(store: Store, run_id: str) -> dict[str, str]:
+    """task_id -> state for one run: all the graph of a DAG's page needs of it."""
+    ti = m.task_instances
+    with store.read() as conn:
+        return dict(
+            conn.execute(select(ti.c.task_id, ti.c.state).where(ti.c.run_id == run_id)).all()
+        )
+
+
 def run_tries(store: Store, run_id: str) -> list[TryRecord]:
     """Every try of every task of a run (through the task instances' index)."""
     ti, tries = m.task_instances, m.task_tries
@@ -164,6 +183,64 @@ def run_tries(store: Store, run_id: str) -> list[TryRecord]:
     with store.read() as conn:
         rows = conn.execute(select(tries).where(tries.c.ti_id.in_(ids)).order_by(tries.c.id)).all()
     return [TryRecord.from_row(row) for row in rows]
+
+
+def run_summary(store: Store, run_id: str) -> dict:
+    """What changes while a run runs, in two indexed queries whatever its size: its
+    state, its task instances counted by state, its tries counted and the last one
+    begun or ended. An open run page polls this to know when to refresh."""
+    r, ti, tries = m.dag_runs, m.task_instances, m.task_tries
+    with store.read() as conn:
+        run = conn.execute(
+            select(r.c.id, r.c.state, r.c.end_date).where(r.c.run_id == run_id)
+        ).first()
+        if run is None:
+            return {}
+        counts = dict(
+            conn.execute(
+                select(ti.c.state, func.count()).where(ti.c.run_pk == run.id).group_by(ti.c.state)
+            ).all()
+        )
+        ids = select(ti.c.id).where(ti.c.run_pk == run.id).scalar_subquery()
+        n, last, ended = conn.execute(
+            select(func.count(), func.max(tries.c.id), func.max(tries.c.end_date)).where(
+                tries.c.ti_id.in_(ids)
+            )
+        ).one()
+    return {"run_id": run_id, "state": run.state, "end_date": run.end_date,
+            "task_states": dict(sorted(counts.items())), "tries": n, "last_try": last,
+            "last_try_end": ended}  # fmt: skip
+
+
+def dag_summary(store: Store, dag_id: str, *, limit: int) -> dict:
+    """What changes on a DAG's page, cheaply: pause state and its latest ``limit``
+    runs, each with its task instances counted by state (index on run_pk, state)."""
+    d, r, ti = m.dags, m.dag_runs, m.task_instances
+    with store.read() as conn:
+        paused = conn.execute(
+            select(d.c.is_paused).where(d.c.dag_id == dag_id)
+        ).scalar_one_or_none()
+        if paused is None:
+            return {}
+        runs = conn.execute(
+            select(r.c.id, r.c.run_id, r.c.state)
+            .where(r.c.dag_id == dag_id)
+            .order_by(r.c.logical_date.desc(), r.c.id.desc())
+            .limit(limit)
+        ).all()
+        counts: dict[int, dict[str, int]] = {run.id: {} for run in runs}
+        if runs:
+            q = (
+                select(ti.c.run_pk, ti.c.state, func.count())
+                .where(ti.c.run_pk.in_(list(counts)))
+                .group_by(ti.c.run_pk, ti.c.state)
+            )
+            for pk, state, n in conn.execute(q):
+                counts[pk][state] = n
+    return {"dag_id": dag_id, "is_paused": bool(paused),
+            "dag_runs": [{"run_id": x.run_id, "state": x.state,
+                          "task_states": dict(sorted(counts[x.id].items()))}
+                         for x in reversed(runs)]}  # fmt: skip
 
 
 def result_of(store: Store, run_id: str, task_id: str) -> str | None:

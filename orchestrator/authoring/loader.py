@@ -1,7 +1,8 @@
-"""Importing one DAG file and collecting the DAGs it defines.
+"""Importing one DAG file and collecting the DAGs it defines, and reading its source.
 
-Only the DAG processor's child processes and the task runner call this: it runs
-user code.
+Only the DAG processor's child processes and the task runner call :func:`load_file`:
+it runs user code. :func:`read_source` is how the processor reads the text stored
+with each DAG version (the web UI shows that, and never reads a file itself).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import importlib.util
 import os
 import sys
 import traceback
+from typing import Any
 
 from orchestrator.authoring import dag as dag_module
 from orchestrator.errors import DagDefinitionError
@@ -23,6 +25,32 @@ class DagImportError(Exception):
         super().__init__(message)
         self.message = message
         self.tb = tb
+
+
+MAX_SOURCE_BYTES = 1024 * 1024  # the part of a DAG file stored with its versions (docs/webui.md)
+
+
+def read_source(path: str) -> dict[str, Any] | None:
+    """The text of the DAG file at ``path``, as stored with the versions parsed from it.
+
+    ``{"text", "sha256", "size", "truncated"}``: the first :data:`MAX_SOURCE_BYTES`
+    bytes decoded as UTF-8 (undecodable bytes and NULs become U+FFFD), the sha256 and
+    size of the whole file. ``path`` is the file the processor was asked to parse,
+    never a path the DAG names (user code can forge a DAG's ``fileloc``). None if the
+    file cannot be read.
+    """
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except OSError:
+        return None
+    text = raw[:MAX_SOURCE_BYTES].decode("utf-8", errors="replace").replace("\x00", "\ufffd")
+    return {
+        "text": text,
+        "sha256": hashlib.sha256(raw).hexdigest(),
+        "size": len(raw),
+        "truncated": len(raw) > MAX_SOURCE_BYTES,
+    }
 
 
 def display_path(path: str) -> str:

@@ -25,7 +25,7 @@ from datetime import datetime
 from multiprocessing.connection import Connection
 from typing import Any
 
-from orchestrator.authoring.loader import DagImportError, display_path, load_file
+from orchestrator.authoring.loader import DagImportError, display_path, load_file, read_source
 from orchestrator.engine.proctree import become_subreaper, end_descendants
 from orchestrator.engine.taskenv import EnvPolicy
 from orchestrator.engine.tasklog import CappedLog
@@ -103,16 +103,26 @@ def parse_server(conn: Connection, root: str, env_policy: EnvPolicy | None = Non
 
 
 def parse_one(path: str, root: str) -> dict[str, Any]:
-    """``{"dags": [...]}`` or ``{"error": ..., "traceback": ...}``; never raises."""
+    """``{"dags": [...]}`` or ``{"error": ..., "traceback": ...}``; never raises.
+
+    Each DAG's dict names ``path`` as its ``fileloc`` and carries the file's text as
+    ``source`` (read before importing it: see :func:`read_source`), whatever file the
+    DAG object claims to come from: user code can forge that (``exec(compile(src,
+    "/etc/passwd", "exec"))``), and the store keeps the source with the version.
+    """
     from orchestrator.authoring.spec import serialize_dag
 
+    path = os.path.abspath(path)
+    source = read_source(path)  # one object for all of the file's DAGs: pickled once
     modules, search_path = set(sys.modules), list(sys.path)
     importlib.invalidate_caches()  # see helper files created since the last file
     sink = io.StringIO()
     try:
         with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
             dags = load_file(path)
-            payload: dict[str, Any] = {"dags": [serialize_dag(d) for d in dags]}
+            payload: dict[str, Any] = {
+                "dags": [serialize_dag(d) | {"fileloc": path, "source": source} for d in dags]
+            }
     except DagImportError as exc:
         payload = {"error": exc.message, "traceback": exc.tb}
     except BaseException as exc:  # noqa: BLE001

@@ -14,7 +14,7 @@ from orchestrator.errors import NotFoundError
 from orchestrator.states import RunState
 from orchestrator.store import models as m
 from orchestrator.store.base import StoreBase, record_event
-from orchestrator.store.records import DagRecord, ImportErrorRecord
+from orchestrator.store.records import DagRecord, ImportErrorRecord, SourceRecord
 
 SAVE_CHUNK = 200  # DAGs per write transaction: short enough not to stall the scheduler
 
@@ -36,6 +36,12 @@ class DagStore(StoreBase):
         A changed schedule resets the schedule cursor, so the new schedule never
         creates runs for its own past fire times. Several schedulers parse the same
         files: a version or DAG another one stored first is left as it is.
+
+        An item's ``source`` (the DAG file's text as the processor read it, see
+        :func:`orchestrator.authoring.loader.read_source`) is not part of the
+        definition: it goes to ``dag_sources``, once per distinct content, and the
+        version names it. Its hash is part of the version's hash, so a version's
+        source is the text it was parsed from (an edited comment makes a new version).
         """
         changed: list[bool] = []
         for i in range(0, len(items), SAVE_CHUNK):
@@ -45,8 +51,25 @@ class DagStore(StoreBase):
 
     def _save_chunk(self, conn: Connection, items: list[dict], now: datetime) -> list[bool]:
         d, v = m.dags, m.dag_versions
+        sources: dict[str, dict] = {}
+        source_of: dict[str, str | None] = {}
+        digests: dict[str, str] = {}
+        defined = []
+        for item in items:
+            data = {k: val for k, val in item.items() if k != "source"}
+            source = item.get("source")
+            if source is None:
+                source_of[data["dag_id"]] = None
+                digests[data["dag_id"]] = spec_hash(data)
+            else:
+                sources[source["sha256"]] = source
+                source_of[data["dag_id"]] = source["sha256"]
+                digests[data["dag_id"]] = spec_hash(data | {"source_hash": source["sha256"]})
+            defined.append(data)
+        items = defined
         ids = [data["dag_id"] for data in items]
-        digests = {data["dag_id"]: spec_hash(data) for data in items}
+        if sources:
+            self._save_sources(conn, list(sources.values()), now)
         stored = {
             (r.dag_id, r.hash)
             for r in conn.execute(
@@ -56,7 +79,13 @@ class DagStore(StoreBase):
             )
         }
         versions = [
-            {"dag_id": k, "hash": h, "data": dumps(data), "created_at": now}
+            {
+                "dag_id": k,
+                "hash": h,
+                "data": dumps(data),
+                "created_at": now,
+                "source_hash": source_of[k],
+            }
             for data in items
             if (k := data["dag_id"], h := digests[data["dag_id"]]) not in stored
         ]
@@ -122,6 +151,19 @@ class DagStore(StoreBase):
             changed = [c and (data["dag_id"] in added or data["dag_id"] in rows)
                        for c, data in zip(changed, items, strict=True)]  # fmt: skip
         return changed
+
+    def _save_sources(self, conn: Connection, sources: list[dict], now: datetime) -> None:
+        s = m.dag_sources
+        hashes = [src["sha256"] for src in sources]
+        stored = set(conn.execute(select(s.c.hash).where(s.c.hash.in_(hashes))).scalars())
+        rows = [
+            {"hash": src["sha256"], "content": src["text"], "size": src["size"],
+             "truncated": bool(src["truncated"]), "created_at": now}
+            for src in sources
+            if src["sha256"] not in stored
+        ]  # fmt: skip
+        if rows:
+            conn.execute(self._insert_ignore(s, ["hash"]), rows)
 
     def _insert_ignore(self, table: Table, keys: list[str]) -> Insert:
         """INSERT ... ON CONFLICT (keys) DO NOTHING, on either backend."""
@@ -230,6 +272,40 @@ class DagStore(StoreBase):
                 raise NotFoundError(f"DAG {dag_id!r} has no version {version_hash!r}")
             cached = self._specs[key] = DagSpec.from_json(data)
         return cached  # type: ignore[return-value]
+
+    def version_source(self, dag_id: str, version_hash: str) -> SourceRecord | None:
+        """The DAG file's text this version was parsed from; None if none was stored
+        (a version stored before migration 0010, or saved without a source)."""
+        v, s = m.dag_versions, m.dag_sources
+        with self.read() as conn:
+            row = conn.execute(
+                select(s)
+                .join(v, v.c.source_hash == s.c.hash)
+                .where(v.c.dag_id == dag_id, v.c.hash == version_hash)
+            ).first()
+        if row is None:
+            return None
+        return SourceRecord(row.hash, row.content, row.size, bool(row.truncated), row.created_at)
+
+    def version_layout(self, dag_id: str, version_hash: str) -> str | None:
+        """The web UI's stored graph layout of this version (JSON), if it made one."""
+        v = m.dag_versions
+        with self.read() as conn:
+            return conn.execute(
+                select(v.c.layout).where(v.c.dag_id == dag_id, v.c.hash == version_hash)
+            ).scalar_one_or_none()
+
+    def record_layout(self, dag_id: str, version_hash: str, layout: str) -> bool:
+        """Keep the graph layout of a version (computed once, by whichever web server
+        process first showed it); returns False if the version does not exist."""
+        v = m.dag_versions
+        with self.write() as conn:
+            done = conn.execute(
+                update(v)
+                .where(v.c.dag_id == dag_id, v.c.hash == version_hash)
+                .values(layout=layout)
+            ).rowcount
+        return bool(done)
 
     def current_spec(self, dag_id: str) -> DagSpec:
         dag = self.get_dag(dag_id)

@@ -92,7 +92,25 @@ dag_versions = Table(
     Column("hash", String(64), nullable=False),
     Column("data", Text, nullable=False),
     Column("created_at", UTCDateTime, nullable=False),
+    # the DAG file's text this version was parsed from (dag_sources.hash, migration 0010);
+    # NULL for versions stored before 0010 or without a source (tests, benchmarks)
+    Column("source_hash", String(64)),
+    # the web UI's graph layout of this version, computed once on first view (0010)
+    Column("layout", Text),
     UniqueConstraint("dag_id", "hash"),
+)
+
+# -- DAG file sources (migration 0010) ---------------------------------------------------
+# the text of a DAG file as the DAG processor read it when it parsed the file, one row per
+# distinct content (sha256 of the whole file), shared by every version parsed from it
+dag_sources = Table(
+    "dag_sources",
+    metadata,
+    Column("hash", String(64), primary_key=True),
+    Column("content", Text, nullable=False),  # at most MAX_SOURCE_BYTES of the file
+    Column("size", BigInteger, nullable=False),  # the whole file, in bytes
+    Column("truncated", Boolean, nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
 )
 
 import_errors = Table(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields, is_dataclass
 from datetime import datetime
 from typing import Any
 
@@ -18,7 +18,29 @@ def _jsonable(value: Any) -> Any:
 
 class Record:
     def to_dict(self) -> dict[str, Any]:
-        return {k: _jsonable(v) for k, v in asdict(self).items()}  # type: ignore[call-overload]
+        """The fields as JSON-ready values (shallow: no deep copy, which ``asdict``
+        makes of every dict and list and which dominated a 10,000-task run's API)."""
+        names = _FIELDS.get(type(self))
+        if names is None:
+            names = _FIELDS[type(self)] = tuple(f.name for f in fields(self))  # type: ignore[arg-type]
+        out: dict[str, Any] = {}
+        for name in names:
+            value = getattr(self, name)
+            if type(value) in _PLAIN:
+                out[name] = value
+            elif isinstance(value, datetime):
+                out[name] = value.isoformat()
+            elif isinstance(value, tuple | list):
+                out[name] = [asdict(x) if is_dataclass(x) else x for x in value]  # type: ignore[arg-type]
+            elif is_dataclass(value) and not isinstance(value, type):
+                out[name] = asdict(value)
+            else:
+                out[name] = value
+        return out
+
+
+_PLAIN = frozenset({str, int, float, bool, type(None), dict})
+_FIELDS: dict[type, tuple[str, ...]] = {}  # field names by record class, looked up once
 
 
 @dataclass(frozen=True)
@@ -52,6 +74,17 @@ class DagRecord(Record):
             schedule_exhausted=bool(row.schedule_exhausted),
             last_parsed_at=row.last_parsed_at,
         )
+
+
+@dataclass(frozen=True)
+class SourceRecord(Record):
+    """The DAG file's text stored with a version when the DAG processor parsed it."""
+
+    sha256: str  # of the whole file
+    text: str  # its first MAX_SOURCE_BYTES bytes, decoded
+    size: int  # of the whole file, in bytes
+    truncated: bool
+    created_at: datetime
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import random
 from datetime import UTC, datetime, timedelta
+from itertools import combinations
 from types import SimpleNamespace as NS
 
 import networkx as nx
@@ -11,7 +13,15 @@ import pytest
 from orchestrator.errors import ConfigError
 from webui.cron_words import cron_to_words, schedule_in_words
 from webui.gantt import gantt
-from webui.graph_layout import _proper, count_crossings, layers_of, layout, order_layers
+from webui.graph_layout import (
+    _proper,
+    count_crossings,
+    from_json,
+    layers_of,
+    layout,
+    order_layers,
+    to_json,
+)
 from webui.logs import read_log, resolve
 from webui.params_form import fields_for, parse_params
 
@@ -74,6 +84,31 @@ def test_a_wide_fan_out_has_no_crossings_and_fits():
     assert lay.crossings == 0
     assert all(n.y >= 0 and n.y + n.h <= lay.height for n in lay.nodes)
     assert layout(nx.DiGraph()).nodes == []
+
+
+def test_crossings_are_counted_as_every_pair_of_edges_would():
+    rng = random.Random(12)
+    for _ in range(200):
+        order = [[f"{k}.{i}" for i in range(rng.randint(1, 8))] for k in range(rng.randint(2, 4))]
+        g = nx.DiGraph()
+        g.add_nodes_from(n for layer in order for n in layer)
+        for left, right in zip(order, order[1:], strict=False):
+            g.add_edges_from((u, v) for u in left for v in right if rng.random() < 0.4)
+        for layer in order:
+            rng.shuffle(layer)
+        pairs = 0  # the definition: (a - c) * (b - d) < 0 for two edges between two layers
+        for left, right in zip(order, order[1:], strict=False):
+            pos = {n: i for i, n in enumerate(left)} | {n: i for i, n in enumerate(right)}
+            edges = [(pos[u], pos[v]) for u, v in g.edges if u in left and v in right]
+            pairs += sum(1 for (a, b), (c, d) in combinations(edges, 2) if (a - c) * (b - d) < 0)
+        assert count_crossings(g, order) == pairs
+
+
+def test_a_layout_survives_its_json_and_an_old_format_does_not():
+    g = nx.DiGraph([("a", "b"), ("a", "c"), ("b", "d"), ("a", "d")])
+    lay = layout(g)
+    assert from_json(to_json(lay)) == lay
+    assert from_json('{"format": 0, "nodes": []}') is None
 
 
 def test_gantt_splits_queued_and_running_time():

@@ -94,27 +94,50 @@ def grid(dag_id: str) -> Response:
     store = get_store()
     spec = store.current_spec(dag_id)
     runs_, cells = queries.grid(store, dag_id, limit=_limit(data.GRID_RUNS))
+    by_run: dict[str, dict[str, Any]] = {r.run_id: {} for r in runs_}
+    for (rid, t), c in cells.items():  # one pass over the cells, not one per run
+        by_run[rid][t] = {"state": c.state, "try_number": c.try_number}
     return jsonify(
         {
             "tasks": list(spec.topological_order),
-            "dag_runs": [
-                r.to_dict()
-                | {"cells": {t: asdict(c) for (rid, t), c in cells.items() if rid == r.run_id}}
-                for r in runs_
-            ],
+            "dag_runs": [r.to_dict() | {"cells": by_run[r.run_id]} for r in runs_],
         }
     )
 
 
+@bp.get("/dags/<dag_id>/summary")
+def dag_summary(dag_id: str) -> Response:
+    """What an open DAG page polls: its latest runs' task states counted, not its cells."""
+    body = queries.dag_summary(get_store(), dag_id, limit=_limit(data.GRID_RUNS))
+    if not body:
+        from orchestrator.errors import NotFoundError
+
+        raise NotFoundError(f"no DAG with dag_id {dag_id!r}")
+    return jsonify(body)
+
+
 @bp.get("/runs/<run_id>")
 def run(run_id: str) -> Response:
-    ctx = data.run_page(get_store(), run_id, now())
+    ctx = data.run_facts(get_store(), run_id)  # no graph layout, no Gantt: not returned
     return jsonify(
         ctx["run"].to_dict()
         | {
             "task_instances": [t.to_dict() for t in ctx["tis"]],
             "tries": [t.to_dict() for t in ctx["tries"]],
         }
+    )
+
+
+@bp.get("/runs/<run_id>/summary")
+def run_summary(run_id: str) -> Response:
+    """What an open run page polls: a few indexed counts, whatever the run's size."""
+    body = queries.run_summary(get_store(), run_id)
+    if not body:
+        from orchestrator.errors import NotFoundError
+
+        raise NotFoundError(f"no run with run_id {run_id!r}")
+    return jsonify(
+        body | {"end_date": iso(body["end_date"]), "last_try_end": iso(body["last_try_end"])}
     )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from flask import Blueprint, render_template, request
 
 from webui import data
-from webui.current import get_store, now
+from webui.current import get_layouts, get_store, now
 from webui.inputs import MAX_INT, int_arg
 from webui.params_form import fields_for
 
@@ -26,6 +26,7 @@ def dag_list() -> str:
 def dag_detail(dag_id: str) -> str:
     ctx = data.dag_page(
         get_store(),
+        get_layouts(),
         dag_id,
         now(),
         run_id=request.args.get("run_id", ""),
@@ -35,7 +36,6 @@ def dag_detail(dag_id: str) -> str:
     return render_template(
         "dag_detail.html",
         fields=fields_for(ctx["spec"].params),
-        source=data.read_source(ctx["dag"].fileloc),
         **ctx,
     )
 

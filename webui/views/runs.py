@@ -7,14 +7,14 @@ from datetime import timedelta
 from flask import Blueprint, render_template
 
 from webui import data
-from webui.current import get_settings, get_store, now
+from webui.current import get_layouts, get_settings, get_store, now
 
 bp = Blueprint("runs", __name__)
 
 
 @bp.get("/runs/<run_id>")
 def run_detail(run_id: str) -> str:
-    return render_template("run.html", **data.run_page(get_store(), run_id, now()))
+    return render_template("run.html", **data.run_page(get_store(), get_layouts(), run_id, now()))
 
 
 @bp.get("/runs/<run_id>/tasks/<task_id>")
