@@ -54,6 +54,12 @@ FIELDS: dict[str, tuple[type, Any, str]] = {
     "alert_timeout": (float, 10.0, "seconds one webhook or SMTP attempt may take"),
     "alert_max_attempts": (int, 5, "attempts to deliver an alert before giving up"),
     "alert_interval": (float, 5.0, "seconds between alert watchdog checks"),
+    # h-cli: the hard limit of one backfill (issue 13, item 6)
+    "backfill_hard_max_runs": (
+        int,
+        100_000,
+        "most runs one backfill may create, even with --yes: split bigger ranges",
+    ),
 }
 
 
@@ -83,6 +89,8 @@ class Settings:
     alert_timeout: float
     alert_max_attempts: int
     alert_interval: float
+    # h-cli: the hard limit of one backfill (issue 13, item 6)
+    backfill_hard_max_runs: int
 
     @property
     def log_dir(self) -> str:

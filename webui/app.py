@@ -20,10 +20,11 @@ from orchestrator.clock import Clock, SystemClock
 from orchestrator.errors import ConfigError, NotFoundError, StateError
 from orchestrator.settings import Settings
 from orchestrator.store import Store
-from webui import formatting
-from webui.current import CLOCK_KEY, SETTINGS_KEY, STORE_KEY
-from webui.secret import load_or_create_secret
-from webui.security import check_request, csrf_token, current_user, is_loopback
+
+from . import formatting
+from .current import CLOCK_KEY, SETTINGS_KEY, STORE_KEY
+from .secret import load_or_create_secret
+from .security import check_request, csrf_token, current_user, is_loopback
 
 SECURITY_HEADERS = {
     "Content-Security-Policy": (
@@ -72,7 +73,7 @@ def create_app(
     app.add_template_global(csrf_token, "csrf_token")
     app.add_template_global(current_user, "current_user")
 
-    from webui.views import actions, api, api_actions, auth, dags, events, health, metrics, runs
+    from .views import actions, api, api_actions, auth, dags, events, health, metrics, runs
 
     for module in (dags, runs, events, actions, auth, api, api_actions, health, metrics):
         app.register_blueprint(module.bp)

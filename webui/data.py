@@ -21,10 +21,11 @@ from orchestrator.errors import OrchestratorError
 from orchestrator.scheduling.explain import Reason, explain_task
 from orchestrator.store import Store
 from orchestrator.store.task_store import idempotency_key
-from webui import queries
-from webui.cron_words import schedule_in_words
-from webui.gantt import gantt
-from webui.graph_layout import layout
+
+from . import queries
+from .cron_words import schedule_in_words
+from .gantt import gantt
+from .graph_layout import layout
 
 RECENT_RUNS = 10
 GRID_RUNS = 25
@@ -169,7 +170,7 @@ def rendered_command(spec: DagSpec, run: Any, task_id: str, try_number: int) -> 
 def task_page(
     store: Store, run_id: str, task_id: str, now: datetime, log_dir: str, stale: timedelta
 ) -> dict[str, Any]:
-    from webui.logs import read_log
+    from .logs import read_log
 
     ti = store.task_instance(run_id, task_id)
     run = store.get_run(run_id)

@@ -23,11 +23,20 @@ from collections.abc import Callable
 from typing import Any, TextIO
 from zoneinfo import ZoneInfo
 
-from orchestrator.cli.common import Parents, emit, format_table, open_store
+from orchestrator.cli.common import (
+    Parents,
+    UsageError,
+    cli_actor,
+    emit,
+    format_table,
+    open_store,
+    whole,
+)
 from orchestrator.cli.schedule import parse_when
 from orchestrator.clock import SystemClock
 from orchestrator.errors import ConfigError, NotFoundError
 from orchestrator.settings import Settings
+from orchestrator.store.backfill_store import BATCH
 
 ACTIONS = ("status", "cancel", "list")
 
@@ -46,7 +55,7 @@ def register(sub: Any, parents: Parents) -> None:
     p.add_argument("--dry-run", action="store_true", help="list the fire times, create nothing")
     p.add_argument("--rerun-failed", action="store_true", help="clear failed/cancelled runs")
     p.add_argument("--reset", action="store_true", help="clear every finished run in range")
-    p.add_argument("--max-active-runs", type=int, default=None, help="default: the DAG's")
+    p.add_argument("--max-active-runs", type=whole(1), default=None, help="default: the DAG's")
     p.add_argument("--reverse", action="store_true", help="newest fire times first")
     p.add_argument("--no-wait", action="store_true", help="return once the runs are created")
     p.add_argument("--yes", action="store_true", help="allow more than backfill_max_runs runs")
@@ -80,8 +89,13 @@ def cmd_backfill(args: argparse.Namespace, settings: Settings) -> int:
     max_active = spec.max_active_runs if args.max_active_runs is None else args.max_active_runs
     if max_active < 1:
         raise ConfigError(f"--max-active-runs must be >= 1, got {max_active}")
-    cap = settings.backfill_max_runs
-    times = spec.schedule.fire_times(start, end, limit=None if args.yes else cap + 1)
+    cap, hard = settings.backfill_max_runs, settings.backfill_hard_max_runs
+    times = spec.schedule.fire_times(start, end, limit=(hard if args.yes else min(cap, hard)) + 1)
+    if len(times) > hard:
+        raise UsageError(
+            f"the range holds more than {hard} fire times, the most one backfill may create "
+            f"even with --yes (backfill_hard_max_runs): split it into several backfills"
+        )
     if len(times) > cap and not args.yes and not args.dry_run:
         raise ConfigError(
             f"the range holds more than {cap} fire times (backfill_max_runs): pass --yes "
@@ -94,6 +108,7 @@ def cmd_backfill(args: argparse.Namespace, settings: Settings) -> int:
     if not times:
         print(f"no fire times of {dag.dag_id} between {start.isoformat()} and {end.isoformat()}")
         return 0
+    progress = CreationProgress(sys.stderr, len(times))
     record, counts = store.create_backfill(
         dag.dag_id,
         [(t, spec.schedule.data_interval(t)) for t in sorted(times)],
@@ -104,7 +119,10 @@ def cmd_backfill(args: argparse.Namespace, settings: Settings) -> int:
         reverse=args.reverse,
         rerun_failed=args.rerun_failed,
         reset=args.reset,
+        triggered_by=cli_actor(),
+        progress=progress,
     )
+    progress.end()
     if args.json and args.no_wait:
         emit(args, record.to_dict() | counts)
         return 0
@@ -176,6 +194,28 @@ def _action(args: argparse.Namespace, store: Any, now: Any) -> int:
         return 0
     store.get_backfill(bid)
     return follow(store, bid)
+
+
+class CreationProgress:
+    """``creating runs: 3000/52000 fire times`` on ``out`` while a backfill's runs are
+    written (one line rewritten on a terminal, a line a batch otherwise); silent for a
+    backfill of a single batch, which takes no noticeable time."""
+
+    def __init__(self, out: TextIO, total: int) -> None:
+        self.out, self.total, self.shown = out, total, False
+        self.tty = out.isatty()
+
+    def __call__(self, done: int, total: int) -> None:
+        if total <= BATCH:
+            return
+        line = f"creating runs: {done}/{total} fire times"
+        self.out.write(("\r" + line) if self.tty else line + "\n")
+        self.out.flush()
+        self.shown = True
+
+    def end(self) -> None:
+        if self.shown and self.tty:
+            self.out.write("\n")
 
 
 def progress_line(record: Any, elapsed: float) -> str:

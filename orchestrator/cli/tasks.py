@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from orchestrator.cli.common import Parents, emit, open_store, parse_json_object
+from orchestrator.cli.common import Parents, emit, open_store, parse_json_object, whole
 from orchestrator.clock import SystemClock
 from orchestrator.errors import NotFoundError
 from orchestrator.settings import Settings
@@ -29,7 +29,7 @@ def register(sub: Any, parents: Parents) -> None:
     p = parents.add(tasks, "logs", "print a try's log", json_output=True)
     p.add_argument("run_id")
     p.add_argument("task_id")
-    p.add_argument("--try", dest="try_number", type=int, default=None, help="default: latest")
+    p.add_argument("--try", dest="try_number", type=whole(1), default=None, help="default: latest")
     p = parents.add(tasks, "clear", "reset a finished task so it runs again", json_output=True)
     p.add_argument("run_id")
     p.add_argument("task_id")
@@ -39,7 +39,7 @@ def register(sub: Any, parents: Parents) -> None:
     p.add_argument("task_id")
     p = parents.add(tasks, "failed", "list dead-lettered task instances", json_output=True)
     p.add_argument("dag_id", nargs="?", default=None)
-    p.add_argument("--limit", type=int, default=100)
+    p.add_argument("--limit", type=whole(1), default=100)
     p = parents.add(tasks, "retry", "give a dead-lettered task one more set of tries")
     p.add_argument("run_id")
     p.add_argument("task_id")

@@ -12,9 +12,10 @@ from flask import Blueprint, jsonify, request
 from werkzeug.wrappers import Response
 
 from orchestrator.errors import ConfigError
-from webui import operations as ops
-from webui.current import get_store, now
-from webui.security import csrf_token, current_user
+
+from .. import operations as ops
+from ..current import get_store, now
+from ..security import csrf_token, current_user
 
 bp = Blueprint("api_actions", __name__, url_prefix="/api/v1")
 
@@ -33,6 +34,10 @@ def csrf() -> Response:
     return jsonify({"csrf_token": csrf_token()})
 
 
+def _who() -> str:
+    return ops.actor("api", current_user(), request.remote_addr)
+
+
 @bp.post("/dags/<dag_id>/runs")
 def trigger(dag_id: str) -> tuple[Response, int]:
     conf = _body().get("conf", {})
@@ -45,7 +50,7 @@ def trigger(dag_id: str) -> tuple[Response, int]:
         raise ConfigError(
             f"conf: unknown params {', '.join(unknown)} (declared: {', '.join(declared) or 'none'})"
         )
-    run_id, message = ops.trigger(store, dag_id, conf, now())
+    run_id, message = ops.trigger(store, dag_id, conf, now(), _who())
     return jsonify({"run_id": run_id, "message": message}), 201
 
 
@@ -61,7 +66,7 @@ def pause(dag_id: str) -> Response:
 def backfill(dag_id: str) -> Response:
     body = _body()
     message = ops.backfill(
-        get_store(), dag_id, str(body.get("start", "")), str(body.get("end", "")), now()
+        get_store(), dag_id, str(body.get("start", "")), str(body.get("end", "")), now(), _who()
     )
     return jsonify({"message": message})
 

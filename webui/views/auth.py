@@ -5,7 +5,7 @@ from __future__ import annotations
 from flask import Blueprint, flash, redirect, render_template, request, session, url_for
 from werkzeug.wrappers import Response
 
-from webui.current import get_store
+from ..current import get_store
 
 bp = Blueprint("auth", __name__)
 

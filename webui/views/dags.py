@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from flask import Blueprint, render_template, request
 
-from webui import data
-from webui.current import get_store, now
-from webui.params_form import fields_for
+from .. import data
+from ..current import get_store, now
+from ..params_form import fields_for
 
 bp = Blueprint("pages", __name__)
 

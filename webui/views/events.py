@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from flask import Blueprint, render_template, request
 
-from webui.current import get_store
+from ..current import get_store
 
 bp = Blueprint("events", __name__)
 
