@@ -20,6 +20,7 @@ import argparse
 import sys
 import time
 from collections.abc import Callable
+from datetime import datetime, timedelta
 from typing import Any, TextIO
 from zoneinfo import ZoneInfo
 
@@ -36,7 +37,6 @@ from orchestrator.cli.schedule import parse_when
 from orchestrator.clock import SystemClock
 from orchestrator.errors import ConfigError, NotFoundError
 from orchestrator.settings import Settings
-from orchestrator.store.backfill_store import BATCH
 
 ACTIONS = ("status", "cancel", "list")
 
@@ -90,7 +90,9 @@ def cmd_backfill(args: argparse.Namespace, settings: Settings) -> int:
     if max_active < 1:
         raise ConfigError(f"--max-active-runs must be >= 1, got {max_active}")
     cap, hard = settings.backfill_max_runs, settings.backfill_hard_max_runs
-    times = spec.schedule.fire_times(start, end, limit=(hard if args.yes else min(cap, hard)) + 1)
+    progress = Progress(sys.stderr)
+    limit = (hard if args.yes else min(cap, hard)) + 1
+    times = find_fire_times(spec.schedule, start, end, limit, progress)
     if len(times) > hard:
         raise UsageError(
             f"the range holds more than {hard} fire times, the most one backfill may create "
@@ -108,7 +110,6 @@ def cmd_backfill(args: argparse.Namespace, settings: Settings) -> int:
     if not times:
         print(f"no fire times of {dag.dag_id} between {start.isoformat()} and {end.isoformat()}")
         return 0
-    progress = CreationProgress(sys.stderr, len(times))
     record, counts = store.create_backfill(
         dag.dag_id,
         [(t, spec.schedule.data_interval(t)) for t in sorted(times)],
@@ -120,7 +121,9 @@ def cmd_backfill(args: argparse.Namespace, settings: Settings) -> int:
         rerun_failed=args.rerun_failed,
         reset=args.reset,
         triggered_by=cli_actor(),
-        progress=progress,
+        progress=lambda done, total: progress.show(
+            f"creating runs: {done}/{total} fire times", last=done == total
+        ),
     )
     progress.end()
     if args.json and args.no_wait:
@@ -196,26 +199,47 @@ def _action(args: argparse.Namespace, store: Any, now: Any) -> int:
     return follow(store, bid)
 
 
-class CreationProgress:
-    """``creating runs: 3000/52000 fire times`` on ``out`` while a backfill's runs are
-    written (one line rewritten on a terminal, a line a batch otherwise); silent for a
-    backfill of a single batch, which takes no noticeable time."""
+FIND_CHUNK = 10_000  # fire times computed between two progress lines (about a second)
 
-    def __init__(self, out: TextIO, total: int) -> None:
-        self.out, self.total, self.shown = out, total, False
-        self.tty = out.isatty()
 
-    def __call__(self, done: int, total: int) -> None:
-        if total <= BATCH:
+class Progress:
+    """Progress lines on ``out`` while a backfill finds its fire times and writes its
+    runs: one line rewritten on a terminal, a line a step otherwise. A step that is
+    also the ``last`` one, shown first, is not shown: it took no noticeable time."""
+
+    def __init__(self, out: TextIO) -> None:
+        self.out, self.shown, self.tty = out, False, out.isatty()
+
+    def show(self, line: str, *, last: bool = False) -> None:
+        if last and not self.shown:
             return
-        line = f"creating runs: {done}/{total} fire times"
-        self.out.write(("\r" + line) if self.tty else line + "\n")
+        self.out.write(("\r\033[K" + line) if self.tty else line + "\n")
         self.out.flush()
         self.shown = True
 
     def end(self) -> None:
         if self.shown and self.tty:
             self.out.write("\n")
+            self.out.flush()
+        self.shown = False
+
+
+def find_fire_times(
+    schedule: Any, start: datetime, end: datetime, limit: int, progress: Progress
+) -> list[datetime]:
+    """``schedule.fire_times(start, end, limit=limit)``, FIND_CHUNK at a time, saying
+    how many so far (a minutely cron over years takes seconds to walk)."""
+    times: list[datetime] = []
+    lo = start
+    while len(times) < limit:
+        chunk = schedule.fire_times(lo, end, limit=min(FIND_CHUNK, limit - len(times)))
+        times += chunk
+        if len(chunk) < FIND_CHUNK:
+            break
+        lo = chunk[-1] + timedelta(microseconds=1)
+        progress.show(f"finding fire times: {len(times)} so far")
+    progress.end()
+    return times
 
 
 def progress_line(record: Any, elapsed: float) -> str:

@@ -6,6 +6,7 @@ import argparse
 import getpass
 import json
 import os
+import re
 import socket
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -14,11 +15,13 @@ from typing import Any, NoReturn
 
 from orchestrator.errors import ConfigError
 from orchestrator.settings import FIELDS, Settings
-from orchestrator.store.claims import POOL_NAME
 
 _opened: list[Any] = []  # stores opened by this command, disposed when it ends
 
 MAX_INT = 2**31 - 1  # the largest count, limit or size a command takes (an SQL INTEGER)
+# as store.claims.POOL_NAME (not imported: the store pulls in Alembic, whose import
+# logs before the command has configured logging)
+POOL_NAME = re.compile(r"[A-Za-z0-9_.-]{1,250}")
 
 
 class UsageError(ConfigError):
