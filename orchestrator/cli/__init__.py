@@ -34,7 +34,7 @@ from orchestrator.cli import (
     tasks,
     users,
 )
-from orchestrator.cli.common import Parser, UsageError, dispose_opened, load_settings, make_parents
+from orchestrator.cli.common import Parser, dispose_opened, load_settings, make_parents
 from orchestrator.errors import OrchestratorError
 from orchestrator.observability.logging_setup import configure as configure_logging
 
@@ -89,9 +89,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 141  # 128 + SIGPIPE, what `yes | head -1` reports for yes
-    except UsageError as exc:
-        print(f"orchestrator: error: {exc}", file=sys.stderr)
-        return 2
     except OrchestratorError as exc:
         print(f"orchestrator: error: {exc}", file=sys.stderr)
         return 1

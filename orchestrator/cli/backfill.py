@@ -26,7 +26,6 @@ from zoneinfo import ZoneInfo
 
 from orchestrator.cli.common import (
     Parents,
-    UsageError,
     cli_actor,
     emit,
     format_table,
@@ -94,7 +93,7 @@ def cmd_backfill(args: argparse.Namespace, settings: Settings) -> int:
     limit = (hard if args.yes else min(cap, hard)) + 1
     times = find_fire_times(spec.schedule, start, end, limit, progress)
     if len(times) > hard:
-        raise UsageError(
+        raise ConfigError(
             f"the range holds more than {hard} fire times, the most one backfill may create "
             f"even with --yes (backfill_hard_max_runs): split it into several backfills"
         )

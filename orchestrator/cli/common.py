@@ -24,10 +24,6 @@ MAX_INT = 2**31 - 1  # the largest count, limit or size a command takes (an SQL 
 POOL_NAME = re.compile(r"[A-Za-z0-9_.-]{1,250}")
 
 
-class UsageError(ConfigError):
-    """A bad command-line argument found after parsing: exit status 2, like argparse's."""
-
-
 class Parser(argparse.ArgumentParser):
     """argparse, with a usage error on one line: ``orchestrator runs list: error: ...``
     and a pointer to ``--help`` (exit status 2)."""

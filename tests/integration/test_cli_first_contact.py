@@ -227,7 +227,7 @@ def test_alembic_setup_lines_show_only_at_debug(tmp_path):
 def test_a_backfill_past_the_hard_maximum_is_refused_even_with_yes(env, capsys, monkeypatch):
     monkeypatch.setenv("ORCHESTRATOR_BACKFILL_HARD_MAX_RUNS", "50")
     argv = ["backfill", "minutely", "--start", "2026-01-01T00:00", "--end", "2026-01-01T01:00"]
-    assert main([*argv, "--yes", "--no-wait"]) == 2
+    assert main([*argv, "--yes", "--no-wait"]) == 1  # the range is refused, as without --yes
     assert "more than 50 fire times" in _one_error_line(capsys)
     assert main(["runs", "list", "minutely", "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == []
