@@ -44,7 +44,6 @@ def whole(low: int = 1, high: int = MAX_INT) -> Callable[[str], int]:
             raise argparse.ArgumentTypeError(f"must be between {low} and {high}, got {text}")
         return value
 
-    parse.__name__ = "whole number"
     return parse
 
 

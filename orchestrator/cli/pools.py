@@ -16,9 +16,10 @@ def register(sub: Any, parents: Parents) -> None:
     )
     parents.add(pools, "list", "list pools with the slots in use", json_output=True)
     p = parents.add(pools, "set", "create a pool or change its size")
-    p.add_argument("name", type=pool_name, help="letters, digits, '_', '-', '.'")
+    p.add_argument("name", type=pool_name, metavar="NAME", help="letters, digits, '_', '-', '.'")
     p.add_argument(
         "slots",
+        metavar="SLOTS",
         type=whole(0, MAX_INT),
         help="how many slots (tasks with pool_slots=1) may run at once",
     )
