@@ -54,6 +54,22 @@ FIELDS: dict[str, tuple[type, Any, str]] = {
     "alert_timeout": (float, 10.0, "seconds one webhook or SMTP attempt may take"),
     "alert_max_attempts": (int, 5, "attempts to deliver an alert before giving up"),
     "alert_interval": (float, 5.0, "seconds between alert watchdog checks"),
+    # h-proc: task processes (log cap, inherited environment)
+    "max_log_bytes": (
+        int,
+        10 * 1024 * 1024,
+        "largest log one try may write; past it output is dropped behind a marker line",
+    ),
+    "task_env_deny": (
+        str,
+        "ORCHESTRATOR_*",
+        "comma-separated glob patterns of worker environment variables tasks do not inherit",
+    ),
+    "task_env_allow": (
+        str,
+        "",
+        "comma-separated glob patterns tasks inherit even though they match task_env_deny",
+    ),
     # h-cli: the hard limit of one backfill (issue 13, item 6)
     "backfill_hard_max_runs": (
         int,
@@ -89,6 +105,10 @@ class Settings:
     alert_timeout: float
     alert_max_attempts: int
     alert_interval: float
+    # h-proc: task processes (log cap, inherited environment)
+    max_log_bytes: int
+    task_env_deny: str
+    task_env_allow: str
     # h-cli: the hard limit of one backfill (issue 13, item 6)
     backfill_hard_max_runs: int
 

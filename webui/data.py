@@ -9,12 +9,15 @@ dicts of records, so a page and its API route can never disagree.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 from datetime import datetime, timedelta
 from typing import Any
+from urllib.parse import urlencode
 
 from orchestrator.authoring.context import TaskContext
+from orchestrator.authoring.http_request import Request, loggable_url, render_request
 from orchestrator.authoring.spec import DagSpec
 from orchestrator.authoring.templating import render_command
 from orchestrator.errors import OrchestratorError
@@ -162,9 +165,24 @@ def rendered_command(spec: DagSpec, run: Any, task_id: str, try_number: int) -> 
         log=logging.getLogger(__name__),
     )
     try:
+        if task.http is not None:
+            return _request_text(render_request(task.http, ctx.template_vars(spec.timezone))), ""
         return render_command(task.command or "", ctx.template_vars(spec.timezone)), ""
     except OrchestratorError as exc:
         return "", str(exc)
+
+
+def _request_text(request: Request) -> str:
+    """An HTTP task's rendered request as the page shows it: no header values."""
+    lines = [f"{request.method} {loggable_url(request.url)}"]
+    lines += [f"{name}: ***" for name in request.headers]
+    if request.json is not None:
+        lines += ["", json.dumps(request.json, indent=2)]
+    elif request.data is not None:
+        lines += ["", urlencode(request.data)]
+    elif request.content is not None:
+        lines += ["", request.content]
+    return "\n".join(lines)
 
 
 def task_page(
@@ -182,7 +200,7 @@ def task_page(
     upstream = list(task.upstream) if task else []
     results = store.results(run_id, upstream)
     command, command_error = ("", "")
-    if task is not None and task.kind == "shell":
+    if task is not None and task.kind in ("shell", "http"):
         command, command_error = rendered_command(spec, run, task_id, ti.try_number)
     reasons: list[Reason] = []
     if task is not None:

@@ -35,6 +35,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import networkx as nx
 
 from orchestrator.authoring.alerts import alert_options
+from orchestrator.authoring.http_request import HttpSpecError, http_spec
 from orchestrator.authoring.templating import TemplateRenderError, check_template
 from orchestrator.errors import DagDefinitionError
 from orchestrator.scheduling.retry import RetryPolicy
@@ -43,7 +44,7 @@ from orchestrator.scheduling.trigger_rules import TriggerRule
 
 ID_PATTERN = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]{0,249}$")
 MISFIRE_POLICIES = ("backfill", "coalesce", "skip")
-OVERLAP_POLICIES = ("queue", "skip", "allow", "replace")
+OVERLAP_POLICIES = ("queue", "skip", "allow", "replace", "buffer_one")
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 _active: list[DAG] = []
@@ -104,6 +105,8 @@ class Task:
         *,
         fn: Callable[..., Any] | None = None,
         command: str | None = None,
+        http: dict[str, Any] | None = None,
+        response_check: Callable[..., Any] | None = None,
         retries: int | None = None,
         retry_delay: timedelta | float | None = None,
         retry_exponential: bool | None = None,
@@ -127,7 +130,9 @@ class Task:
         self.dag = dag
         self.fn = fn
         self.command = command
-        self.kind = "python" if fn is not None else "shell"
+        self.http = http  # the request of an HTTP task (authoring/http_request.py)
+        self.response_check = response_check
+        self.kind = "python" if fn is not None else "http" if http is not None else "shell"
         retries = dag.default_retries if retries is None else retries
         if not isinstance(retries, int) or isinstance(retries, bool) or retries < 0:
             raise _fail(
@@ -235,7 +240,7 @@ class Task:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Calling a python task calls its function (handy in unit tests)."""
         if self.fn is None:
-            raise TypeError(f"shell task {self.task_id!r} is not callable")
+            raise TypeError(f"{self.kind} task {self.task_id!r} is not callable")
         return self.fn(*args, **kwargs)
 
     def __repr__(self) -> str:
@@ -410,6 +415,48 @@ class DAG:
     def shell(self, task_id: str, command: str, **options: Any) -> Task:
         """A task that runs ``command`` (a Jinja2 template) with ``/bin/sh -c``."""
         return Task(self, task_id, command=command, where=_caller(), **options)
+
+    def http(
+        self,
+        task_id: str,
+        url: str,
+        *,
+        method: str = "GET",
+        headers: dict[str, str] | None = None,
+        json: Any = None,
+        data: dict[str, Any] | str | None = None,
+        expect_status: Any = range(200, 300),
+        timeout: timedelta | float = timedelta(seconds=30),
+        response_check: Callable[..., Any] | None = None,
+        **options: Any,
+    ) -> Task:
+        """A task that sends one HTTP request; its result is the response body.
+
+        ``url``, header values and the body are Jinja2 templates with the variables of
+        shell commands; values are percent- or JSON-encoded, never spliced into the
+        URL's structure (see :mod:`orchestrator.authoring.http_request`). Takes every
+        task option (``retries=``, ``pool=``, ``trigger_rule=``...)::
+
+            dag.http("notify", "http://127.0.0.1:9000/hook?day={{ ds }}", method="POST",
+                     json={"run": "{{ run_id }}", "rows": "{{ params.rows }}"})
+        """
+        where = _caller()
+        try:
+            request = http_spec(
+                url,
+                method=method,
+                headers=headers,
+                json=json,
+                data=data,
+                expect_status=expect_status,
+                timeout=timeout,
+                response_check=response_check,
+            )
+        except (HttpSpecError, TemplateRenderError) as exc:
+            raise _fail(f"task {task_id!r}: {exc}", where) from None
+        return Task(
+            self, task_id, http=request, response_check=response_check, where=where, **options
+        )
 
     def task(self, fn: Callable[..., Any] | None = None, **options: Any) -> Any:
         """``@dag.task``: like :func:`task`, for a DAG not used as a context manager."""

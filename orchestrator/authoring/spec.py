@@ -69,6 +69,7 @@ def serialize_dag(dag: DAG) -> dict[str, Any]:
                 "lineno": t.lineno,
                 "branch": t.branch,
                 **({"pool": t.pool, "pool_slots": t.pool_slots} if t.pool else {}),
+                **({"http": t.http} if t.http is not None else {}),
                 **serialized(t.alerts, t.callbacks),
             }
         )
@@ -124,6 +125,7 @@ class TaskSpec:
     pool_slots: int = 1
     alerts: tuple[dict[str, Any], ...] = ()
     callbacks: tuple[str, ...] = ()
+    http: dict[str, Any] | None = None  # the request of an HTTP task
 
     @property
     def max_tries(self) -> int:
@@ -246,6 +248,7 @@ class DagSpec:
                 pool_slots=t.get("pool_slots", 1),
                 alerts=tuple(t.get("alerts") or ()),
                 callbacks=tuple(t.get("callbacks") or ()),
+                http=t.get("http"),
             )
         return cls(
             dag_id=data["dag_id"],

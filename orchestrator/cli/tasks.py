@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.cli.common import Parents, emit, open_store, parse_json_object, whole
+from orchestrator.cli.logview import read_log_text, stream_log
 from orchestrator.clock import SystemClock
 from orchestrator.errors import NotFoundError
 from orchestrator.settings import Settings
@@ -30,6 +31,12 @@ def register(sub: Any, parents: Parents) -> None:
     p.add_argument("run_id")
     p.add_argument("task_id")
     p.add_argument("--try", dest="try_number", type=whole(1), default=None, help="default: latest")
+    p.add_argument("--tail", type=_count, default=None, metavar="N", help="only the last N lines")
+    p.add_argument(
+        "--raw",
+        action="store_true",
+        help="print control characters as they are (default on a terminal: shown escaped)",
+    )
     p = parents.add(tasks, "clear", "reset a finished task so it runs again", json_output=True)
     p.add_argument("run_id")
     p.add_argument("task_id")
@@ -81,11 +88,15 @@ def cmd_tasks(args: argparse.Namespace, settings: Settings) -> int:
                 f"task {args.task_id!r} has no try {args.try_number} (tries: 1..{tries[-1].try_number})"
             )
         path = Path(settings.log_dir) / (chosen.log_path or "")
-        text = path.read_text(errors="replace") if path.is_file() else ""
         if args.json:
+            text = read_log_text(str(path), tail=args.tail) if path.is_file() else ""
             emit(args, chosen.to_dict() | {"log": text})
-        else:
-            sys.stdout.write(text or f"(no log at {path})\n")
+        elif not path.is_file() or path.stat().st_size == 0:
+            print(f"(no log at {path})")
+        else:  # streamed: a log of any size is printed in constant memory
+            sys.stdout.flush()
+            escape = not args.raw and sys.stdout.isatty()
+            stream_log(str(path), sys.stdout.buffer, tail=args.tail, escape=escape)
         return 0
     if args.action == "clear":
         cleared = store.clear_task(
@@ -101,6 +112,16 @@ def cmd_tasks(args: argparse.Namespace, settings: Settings) -> int:
             )
         return 0
     raise AssertionError(args.action)
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a number of lines >= 0, got {text!r}")
+    return value
 
 
 def _dead_letters_and_why(args: argparse.Namespace, settings: Settings, store: Any) -> int:

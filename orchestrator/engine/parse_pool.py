@@ -26,6 +26,7 @@ from typing import Any
 
 from orchestrator.authoring.loader import display_path
 from orchestrator.engine.runner import parse_server
+from orchestrator.engine.taskenv import EnvPolicy
 from orchestrator.engine.worker import _describe_exit
 
 Payload = dict[str, Any]
@@ -49,11 +50,20 @@ class _Child:
 
 
 class ParsePool:
-    def __init__(self, ctx: Any, *, size: int, timeout: float, root: str) -> None:
+    def __init__(
+        self,
+        ctx: Any,
+        *,
+        size: int,
+        timeout: float,
+        root: str,
+        env_policy: EnvPolicy | None = None,
+    ) -> None:
         self.ctx = ctx
         self.size = max(1, size)
         self.timeout = timeout
         self.root = root
+        self.env_policy = env_policy
         self.children: list[_Child] = []
 
     def __enter__(self) -> ParsePool:
@@ -64,7 +74,9 @@ class ParsePool:
 
     def _start(self) -> _Child:
         parent, child = self.ctx.Pipe()
-        process = self.ctx.Process(target=parse_server, args=(child, self.root), daemon=True)
+        process = self.ctx.Process(
+            target=parse_server, args=(child, self.root, self.env_policy), daemon=True
+        )
         process.start()
         child.close()
         return _Child(process, parent)

@@ -21,6 +21,7 @@ from typing import Any
 
 from orchestrator.authoring.loader import display_path
 from orchestrator.engine.parse_pool import ParsePool
+from orchestrator.engine.taskenv import EnvPolicy
 from orchestrator.engine.worker import mp_context
 from orchestrator.settings import Settings
 from orchestrator.store import Store
@@ -160,5 +161,8 @@ class DagProcessor:
             size=size,
             timeout=self.settings.parse_timeout,
             root=self.settings.dags_folder,
+            env_policy=EnvPolicy.from_settings(
+                self.settings.task_env_deny, self.settings.task_env_allow
+            ),
         ) as pool:
             return pool.parse(paths)

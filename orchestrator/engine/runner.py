@@ -16,6 +16,7 @@ import io
 import json
 import logging
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -25,9 +26,13 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from orchestrator.authoring.loader import DagImportError, display_path, load_file
+from orchestrator.engine.proctree import become_subreaper, end_descendants
+from orchestrator.engine.taskenv import EnvPolicy
+from orchestrator.engine.tasklog import CappedLog
 
 _PR_SET_PDEATHSIG = 1
 _LOG_FORMAT = logging.Formatter("%(asctime)s %(levelname)s %(message)s")
+_NO_CAP = 1 << 62
 
 
 def die_with_parent() -> None:
@@ -64,15 +69,21 @@ def _child_setup() -> None:
 
 
 # -- DAG parsing --------------------------------------------------------------------------
-def parse_server(conn: Connection, root: str) -> None:
+def parse_server(conn: Connection, root: str, env_policy: EnvPolicy | None = None) -> None:
     """Parse DAG files, one at a time, until the parent hangs up (a parse pool child).
 
     Between files it forgets what the last one imported from ``root`` (the DAG module
     and helper modules next to it) and restores ``sys.path``, so every file sees its
     helpers as they are now. A file that hangs or kills the interpreter takes only this
     child with it: the parent reports that file and starts a new child for the rest.
+    A copy of this process forked by a DAG file gets the channel closed and exits when
+    the import returns: it can never answer for a file. DAG files see the environment
+    tasks see (``task_env_deny`` / ``task_env_allow``).
     """
     _child_setup()
+    (env_policy or EnvPolicy()).apply_to_this_process()
+    os.register_at_fork(after_in_child=conn.close)
+    me = os.getpid()
     while True:
         try:
             path = conn.recv()
@@ -81,6 +92,8 @@ def parse_server(conn: Connection, root: str) -> None:
         if path is None:
             return
         payload = parse_one(path, root)
+        if os.getpid() != me:
+            os._exit(0)
         try:
             conn.send(payload)
         except (BrokenPipeError, OSError):
@@ -126,9 +139,21 @@ def _forget_imports(before: set[str], root: str) -> None:
 
 
 # -- running tries ------------------------------------------------------------------------
-def task_child(conn: Connection) -> None:
-    """Serve task tries, one at a time, until the parent hangs up."""
+def task_child(conn: Connection, env_policy: EnvPolicy | None = None) -> None:
+    """Serve task tries, one at a time, until the parent hangs up.
+
+    Every reply is ``(tag, pid, outcome)``: the tag of the job it answers (its try) and
+    this process's pid, so the worker can tell a reply of this process for this try
+    from anything else on the channel. A process the task forks gets the channel
+    closed (``os.register_at_fork``) and, if it returns from the task function, exits
+    there; whatever a try left running is ended before its outcome is sent
+    (:mod:`orchestrator.engine.proctree`).
+    """
     _child_setup()
+    become_subreaper()
+    (env_policy or EnvPolicy()).apply_to_this_process()
+    os.register_at_fork(after_in_child=conn.close)
+    me = os.getpid()
     cache: dict[str, tuple[int, dict[str, Any]]] = {}
     while True:
         try:
@@ -145,8 +170,10 @@ def task_child(conn: Connection) -> None:
                 "error": f"cannot run the try: {type(exc).__name__}: {exc}",
                 "exit_status": None,
             }
+        if os.getpid() != me:  # a forked copy got here: it must not answer
+            os._exit(0)
         try:
-            conn.send(outcome)
+            conn.send((job.get("tag"), me, outcome))
         except (BrokenPipeError, OSError):
             return
 
@@ -162,10 +189,10 @@ def _dags_of(path: str, cache: dict[str, tuple[int, dict[str, Any]]]) -> dict[st
 def run_try(job: dict[str, Any], cache: dict[str, tuple[int, dict[str, Any]]]) -> dict[str, Any]:
     """Run one try described by ``job``; never raises."""
     from orchestrator.authoring.context import TaskContext
-    from orchestrator.authoring.templating import render_command
+    from orchestrator.authoring.templating import render_shell
 
-    os.makedirs(os.path.dirname(job["log_file"]), exist_ok=True)
-    logfile = open(job["log_file"], "a", buffering=1, encoding="utf-8")  # noqa: SIM115
+    me = os.getpid()
+    logfile = CappedLog(job["log_file"], job.get("max_log_bytes") or _NO_CAP)
     # one logger for every try this child runs (a logger per task would make each
     # setLevel walk all of them), writing to this try's log file only
     logger = logging.getLogger("orchestrator.task")
@@ -199,11 +226,14 @@ def run_try(job: dict[str, Any], cache: dict[str, tuple[int, dict[str, Any]]]) -
     )
     try:
         if job["kind"] == "shell":
-            command = render_command(job["command"], ctx.template_vars(job["timezone"]))
-            logger.info("command: %s", command)
+            # the values travel in the environment, never in the text the shell parses
+            shell = render_shell(job["command"], ctx.template_vars(job["timezone"]))
+            command = shell.script
+            logger.info("command: %s", shell.display)
             handler.flush()
             env = dict(os.environ)
             env.update(job.get("env") or {})
+            env.update(shell.env)
             env.update(
                 ORCHESTRATOR_DAG_ID=ctx.dag_id,
                 ORCHESTRATOR_RUN_ID=ctx.run_id,
@@ -211,22 +241,16 @@ def run_try(job: dict[str, Any], cache: dict[str, tuple[int, dict[str, Any]]]) -
                 ORCHESTRATOR_TRY_NUMBER=str(ctx.try_number),
                 ORCHESTRATOR_IDEMPOTENCY_KEY=ctx.idempotency_key,
             )
-            proc = subprocess.run(
-                ["/bin/sh", "-c", command],
-                stdout=logfile,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                env=env,
-                cwd=job.get("cwd") or None,
-                preexec_fn=die_with_parent,
-                check=False,
+            returncode = _run_command(
+                ["/bin/sh", "-c", command], logfile, env=env, cwd=job.get("cwd") or None
             )
-            if proc.returncode != 0:
-                return _failure(
-                    logger, f"command exited with status {proc.returncode}", proc.returncode
-                )
+            logfile.end_of_output()
+            if returncode != 0:
+                return _failure(logger, f"command exited with status {returncode}", returncode)
             logger.info("command succeeded")
             return {"ok": True, "result": None}
+        if job["kind"] == "http":
+            return _http_try(job, ctx, cache, logger)
         dags = _dags_of(job["fileloc"], cache)
         dag = dags.get(job["dag_id"])
         if dag is None or job["task_id"] not in dag.tasks:
@@ -237,7 +261,15 @@ def run_try(job: dict[str, Any], cache: dict[str, tuple[int, dict[str, Any]]]) -
             )
         fn = dag.tasks[job["task_id"]].fn
         with contextlib.redirect_stdout(logfile), contextlib.redirect_stderr(logfile):
-            value = fn(ctx) if _takes_argument(fn) else fn()
+            try:
+                value = fn(ctx) if _takes_argument(fn) else fn()
+            except BaseException as exc:
+                if os.getpid() != me:  # the task forked and this copy is done with it
+                    _exit_forked_copy(exc)
+                raise
+            if os.getpid() != me:
+                _exit_forked_copy(None)
+        logfile.end_of_output()
         result = None
         if value is not None:
             try:
@@ -256,6 +288,7 @@ def run_try(job: dict[str, Any], cache: dict[str, tuple[int, dict[str, Any]]]) -
     except DagImportError as exc:
         return _failure(logger, f"cannot import the DAG file: {exc.message}", None)
     except BaseException as exc:  # noqa: BLE001 - the task's error, whatever it is
+        logfile.end_of_output()
         text = "".join(traceback.format_exception(exc))
         logger.error("failed:\n%s", text.rstrip())
         exit_status = (
@@ -267,10 +300,117 @@ def run_try(job: dict[str, Any], cache: dict[str, tuple[int, dict[str, Any]]]) -
             "exit_status": exit_status,
         }
     finally:
+        logfile.end_of_output()
+        left = end_descendants(me)
+        if left:
+            logger.warning(
+                "ended %d process(es) the try left running (a try's processes end with it)",
+                left,
+            )
         handler.flush()
         logger.removeHandler(handler)
         logfile.close()
         sys.stdout.flush()
+
+
+def _http_try(job: dict[str, Any], ctx: Any, cache: dict, logger: logging.Logger) -> dict[str, Any]:
+    """An HTTP task's try; its DAG file is imported only for a ``response_check``."""
+    from orchestrator.engine.http_task import run_http
+
+    check = None
+    if job["http"]["response_check"]:
+        dag = _dags_of(job["fileloc"], cache).get(job["dag_id"])
+        task = dag.tasks.get(job["task_id"]) if dag is not None else None
+        if task is None or task.response_check is None:
+            return _failure(
+                logger,
+                f"{job['fileloc']} no longer defines the response_check of "
+                f"{job['dag_id']}.{job['task_id']}",
+                None,
+            )
+        check = task.response_check
+    return run_http(
+        job["http"],
+        ctx.template_vars(job["timezone"]),
+        logger,
+        max_result_bytes=job["max_result_bytes"],
+        response_check=check,
+        ctx=ctx,
+    )
+
+
+def _run_command(argv: list[str], log: CappedLog, *, env: dict[str, str], cwd: str | None) -> int:
+    """Run ``argv`` with its output (stdout and stderr) copied into ``log``; its status.
+
+    Output is read through a pipe so the log's cap applies to it. Reading stops when the
+    command exits: a background process it left holding the pipe does not keep the try
+    open (it is ended with the try).
+    """
+    proc = subprocess.Popen(
+        argv,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        env=env,
+        cwd=cwd,
+        preexec_fn=die_with_parent,
+    )
+    assert proc.stdout is not None
+    out = proc.stdout.fileno()
+    os.set_blocking(out, False)
+    try:
+        exited = os.pidfd_open(proc.pid)
+    except (AttributeError, OSError):
+        exited = None
+    watch, wait_at_most = ([out], 0.2) if exited is None else ([out, exited], None)
+    try:
+        while True:
+            ready = select.select(watch, [], [], wait_at_most)[0]
+            if out in ready and not _drain(out, log):
+                break  # end of output: every writer is gone
+            if (exited in ready) if exited is not None else (proc.poll() is not None):
+                _drain(out, log, budget=1 << 20)  # what it wrote before exiting
+                break
+        return proc.wait()
+    finally:
+        proc.stdout.close()
+        if exited is not None:
+            os.close(exited)
+
+
+def _drain(fd: int, log: CappedLog, budget: int = 1 << 22) -> bool:
+    """Copy what ``fd`` holds now (at most about ``budget`` bytes) into ``log``; False at
+    end of file."""
+    while budget > 0:
+        try:
+            data = os.read(fd, 65536)
+        except BlockingIOError:
+            return True
+        if not data:
+            return False
+        log.write_bytes(data)
+        budget -= len(data)
+    return True
+
+
+def _exit_forked_copy(exc: BaseException | None) -> None:
+    """End a process the task forked when it leaves the task function, as Python would
+    end it (exit status from ``SystemExit``, a traceback for an error) but without
+    running the rest of the task runner: it must never answer for the try."""
+    code = 0
+    if isinstance(exc, SystemExit):
+        if isinstance(exc.code, int):
+            code = exc.code
+        elif exc.code is not None:
+            print(exc.code, file=sys.stderr)
+            code = 1
+    elif exc is not None:
+        traceback.print_exception(exc)
+        code = 1
+    with contextlib.suppress(Exception):
+        sys.stdout.flush()
+        sys.stderr.flush()
+    os._exit(code & 0xFF)
 
 
 def _failure(logger: logging.Logger, message: str, exit_status: int | None) -> dict[str, Any]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import subprocess
 import sys
 from datetime import UTC, datetime
@@ -16,7 +17,7 @@ from zoneinfo import ZoneInfo
 
 from orchestrator.authoring.context import TaskContext
 from orchestrator.authoring.loader import DagImportError, load_file
-from orchestrator.authoring.templating import render_command
+from orchestrator.authoring.templating import render_shell
 from orchestrator.engine.processor import dag_files
 from orchestrator.engine.runner import _takes_argument
 from orchestrator.errors import ConfigError, NotFoundError
@@ -84,11 +85,27 @@ def run_task_test(
         upstream_ids=tuple(sorted(task.upstream_ids)),
     )
     if task.kind == "shell":
-        command = render_command(task.command, ctx.template_vars(dag.timezone))
-        logger.info("command: %s", command)
-        code = subprocess.run(["/bin/sh", "-c", command], check=False).returncode
+        shell = render_shell(task.command, ctx.template_vars(dag.timezone))
+        logger.info("command: %s", shell.display)
+        env = {**os.environ, **shell.env}
+        code = subprocess.run(["/bin/sh", "-c", shell.script], env=env, check=False).returncode
         logger.info("exit status %s", code)
         return 0 if code == 0 else 1
+    if task.kind == "http":
+        from orchestrator.engine.http_task import run_http
+
+        outcome = run_http(
+            task.http,
+            ctx.template_vars(dag.timezone),
+            logger,
+            max_result_bytes=settings.max_result_bytes,
+            response_check=task.response_check,
+            ctx=ctx,
+        )
+        if not outcome["ok"]:
+            return 1
+        print(outcome["result"])
+        return 0
     try:
         value = task.fn(ctx) if _takes_argument(task.fn) else task.fn()
     except Exception:

@@ -27,7 +27,9 @@ from multiprocessing.connection import Connection, wait
 from typing import Any
 
 from orchestrator.clock import Clock
+from orchestrator.engine.proctree import kill_tree
 from orchestrator.engine.runner import task_child
+from orchestrator.engine.taskenv import EnvPolicy
 from orchestrator.settings import Settings
 from orchestrator.store import Store
 from orchestrator.store.records import Claim
@@ -37,6 +39,7 @@ log = logging.getLogger(__name__)
 # a round waits up to GATHER_SECONDS for tries started in the last GATHER_RECENT seconds
 GATHER_SECONDS = 0.002
 GATHER_RECENT = 0.05
+_NOTHING = object()  # no message: the channel is closed (the task process died)
 
 
 def mp_context() -> Any:
@@ -62,13 +65,13 @@ class _Slot:
     started: float = 0.0  # monotonic time the current try was handed to the child
 
     def kill(self) -> None:
+        """Kill the task child, its process group and every process it started."""
         pid = self.process.pid
-        if pid:
-            try:
+        if pid and self.process.exitcode is None:
+            kill_tree(pid)
+        elif pid:  # dead already: what is left of its process group
+            with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGKILL)
         self.process.join(5)
         self.conn.close()
 
@@ -96,6 +99,7 @@ class Worker:
         self.wake = wake or threading.Event()
         self.on_finish = on_finish
         self._ctx = mp_context()
+        self._env_policy = EnvPolicy.from_settings(settings.task_env_deny, settings.task_env_allow)
         self._idle: list[_Slot] = []
         self._busy: list[_Slot] = []
         self._last_heartbeat = time.monotonic()
@@ -112,7 +116,7 @@ class Worker:
     def _spawn(self) -> _Slot:
         parent, child = self._ctx.Pipe()
         process = self._ctx.Process(
-            target=task_child, args=(child,), daemon=True, name="task-runner"
+            target=task_child, args=(child, self._env_policy), daemon=True, name="task-runner"
         )
         process.start()
         child.close()
@@ -121,9 +125,10 @@ class Worker:
     def _free_slot(self) -> _Slot:
         while self._idle:
             slot = self._idle.pop()
-            if slot.process.is_alive():
+            if slot.process.is_alive() and not slot.conn.poll():
                 return slot
-            slot.conn.close()
+            # dead, or something spoke on the channel of an idle child: not to be trusted
+            slot.kill()
         return self._spawn()
 
     def _register(self, now: datetime) -> None:
@@ -249,12 +254,15 @@ class Worker:
             "results": claim.upstream_results or {},
             "kind": task.kind,
             "command": task.command,
+            "http": task.http,
             "env": task.env,
             "timezone": spec.timezone,
             "fileloc": spec.fileloc,
             "cwd": os.path.dirname(spec.fileloc),
             "log_file": os.path.join(self.settings.log_dir, claim.log_path),
             "max_result_bytes": self.settings.max_result_bytes,
+            "max_log_bytes": self.settings.max_log_bytes,
+            "tag": (claim.ti_id, claim.try_number),
         }
         slot = self._free_slot()
         slot.claim = claim
@@ -300,12 +308,31 @@ class Worker:
             claim = slot.claim
             assert claim is not None
             outcome: dict[str, Any] | None = None
+            message: Any = _NOTHING
             try:
                 if slot.conn.poll():
-                    outcome = slot.conn.recv()
+                    message = slot.conn.recv()
             except (EOFError, OSError):
-                outcome = None
+                message = _NOTHING
+            except Exception as exc:  # noqa: BLE001 - garbage on the channel
+                message = exc
             self._busy.remove(slot)
+            if message is not _NOTHING:
+                outcome = _outcome_of(message, (claim.ti_id, claim.try_number), slot.process.pid)
+                if outcome is None:
+                    slot.kill()
+                    error = _protocol_error(message, slot.process.pid)
+                    log.error(
+                        "dag_id=%s run_id=%s task_id=%s try=%s: %s",
+                        claim.dag_id,
+                        claim.run_id,
+                        claim.task_id,
+                        claim.try_number,
+                        error,
+                    )
+                    self._outbox.append((claim, False, error, None, "crashed", now))
+                    done += 1
+                    continue
             if outcome is None:
                 slot.process.join(1)
                 code = slot.process.exitcode
@@ -523,6 +550,37 @@ class Worker:
                 self.store.worker_stopped(self.id, self.clock.now())
             except Exception:  # noqa: BLE001
                 log.warning("could not mark worker %s stopped", self.id)
+
+
+def _outcome_of(message: Any, tag: tuple[int, int], pid: int | None) -> dict[str, Any] | None:
+    """The outcome in a task child's reply, if it is the reply of that child (``pid``)
+    for this try (``tag``); None for anything else (the protocol is broken)."""
+    if (
+        type(message) is tuple
+        and len(message) == 3
+        and message[0] == tag
+        and message[1] == pid
+        and type(message[2]) is dict
+        and "ok" in message[2]
+    ):
+        return message[2]
+    return None
+
+
+def _protocol_error(message: Any, pid: int | None) -> str:
+    if isinstance(message, Exception):
+        what = f"an unreadable message ({type(message).__name__}: {message})"
+    elif type(message) is tuple and len(message) == 3 and message[1] != pid:
+        what = f"a message from pid {message[1]!r}, not from the task process (pid {pid})"
+    elif type(message) is tuple and len(message) == 3:
+        what = f"a reply for another try ({message[0]!r})"
+    else:
+        what = f"a malformed message ({type(message).__name__})"
+    return (
+        f"the task process channel carried {what}: a process the task started (a fork?) "
+        "wrote to it, so no outcome of this try can be trusted; the task process was "
+        "killed and replaced"
+    )
 
 
 def _fileno(event: Any) -> int | None:

@@ -1,11 +1,16 @@
 """Retry backoff: how long a failed try waits before the next one.
 
-Pure code. The delay for the try after failed try ``n`` (1-based) is
-``retry_delay * 2**(n-1)`` when exponential, capped at ``max_retry_delay``, then
-"equal jitter" keeps it between half and all of that, so retries of many tasks that
-failed together spread out. The jitter fraction is drawn once per idempotency key (not
-per try), so it is reproducible and each task's delays never shrink from one try to the
-next, even once they reach the cap.
+Pure code. After failed try ``n`` (1-based) the base delay is ``retry_delay * 2**(n-1)``
+when exponential (``retry_delay`` when not); the wait is that base plus a jitter of up to
+the base again, capped at ``max_retry_delay``::
+
+    wait = min(base * (1 + u), max_retry_delay)    with 0 <= u < 1
+
+So ``retry_delay`` is the least a first retry waits (unless the cap is lower), as in
+Airflow, which waits between the delay and twice it; jitter only ever adds, spreading out
+the retries of many tasks that failed together. The jitter fraction ``u`` is drawn once per
+idempotency key (not per try), so it is reproducible and each task's delays never shrink
+from one try to the next, even once they reach the cap.
 
 >>> from datetime import timedelta
 >>> p = RetryPolicy(retries=3, retry_delay=timedelta(seconds=10), jitter=False)
@@ -48,10 +53,8 @@ class RetryPolicy:
         if self.exponential:
             # a float power saturates at inf (then the cap) instead of overflowing
             base *= 2.0 ** min(max(failed_try - 1, 0), 1023)
-        base = min(base, self.max_retry_delay.total_seconds())
         if self.jitter and base > 0:
-            # One fraction per key: delay = base * (1 + u) / 2 grows with base, so a
-            # task's delays never decrease, while different tasks still spread out.
-            u = random.Random(f"retry-jitter:{key}").random()
-            base = base * (1 + u) / 2
-        return timedelta(seconds=base)
+            # One fraction per key: base * (1 + u) grows with base, so a task's delays
+            # never decrease, while different tasks still spread out.
+            base *= 1 + random.Random(f"retry-jitter:{key}").random()
+        return timedelta(seconds=min(base, self.max_retry_delay.total_seconds()))

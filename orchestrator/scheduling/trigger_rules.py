@@ -75,7 +75,9 @@ def decide(rule: str, upstream_states: Iterable[str]) -> Decision:
                 return Decision.RELEASE
             return Decision.SKIP if all_done else Decision.WAIT
         case TriggerRule.ONE_DONE:
-            if success or failed:
+            # as Airflow: an upstream task that ran and succeeded or failed, not one that
+            # was upstream_failed, skipped or cancelled without an outcome of its own
+            if success or states.count(TaskState.FAILED):
                 return Decision.RELEASE
             return Decision.SKIP if all_done else Decision.WAIT
         case TriggerRule.NONE_FAILED:

@@ -205,9 +205,7 @@ def start_runs_locked(
     if to_cancel and holding_runs:
         return None
     for x in to_cancel:
-        why = f"overlap={spec.overlap!r}: one active run at a time; " + (
-            "replaced by a newer run" if spec.overlap == "replace" else "skipped"
-        )
+        why = f"overlap={spec.overlap!r}: " + _SKIP_REASONS[spec.overlap]
         cancel_run_in(conn, x.id, dag_id, x.run_id, now, why)
     if not to_start:
         return Started([])
@@ -238,16 +236,27 @@ def queue_roots(conn: Connection, runs: Iterable[Any], spec_of: SpecOf, now: dat
     return queued
 
 
+_SKIP_REASONS = {
+    "skip": "one active run at a time; skipped",
+    "replace": "one active run at a time; replaced by a newer run",
+    "buffer_one": "one active run and one waiting at most; skipped",
+}
+
+
 def overlap_plan(policy: str, max_active: int, runs: list) -> tuple[list, list]:
     """(runs to start, runs to cancel) of one DAG's active runs, oldest first.
 
-    ``max_active`` is always 1 for queue/skip/replace (the DAG refuses more).
+    ``max_active`` is always 1 for queue/skip/replace/buffer_one (the DAG refuses
+    more). ``buffer_one`` is Temporal's BUFFER_ONE: the oldest queued run that cannot
+    start waits, every later one is skipped as soon as it is due.
     """
     running = [x for x in runs if x.state == RunState.RUNNING]
     queued = [x for x in runs if x.state == RunState.QUEUED]
     slots = max(max_active - len(running), 0)
     if policy == "skip":
         return queued[:slots], queued[slots:]
+    if policy == "buffer_one":
+        return queued[:slots], queued[slots + 1 :]
     if policy == "replace":
         keep = runs[-max_active:]  # the newest runs win
         kept = {x.id for x in keep}

@@ -282,6 +282,7 @@ def test_trigger_rules_with_failures_and_skips_end_to_end(harness, write_dag):
         ("skip", [0], [1, 2], []),
         ("replace", [2], [0, 1], []),
         ("allow", [0], [], [1, 2]),  # allow: up to max_active_runs (here 1) at once
+        ("buffer_one", [0], [2], [1]),  # one waits, the later one is skipped
     ],
 )
 def test_overlap_policy_decides_runs_beyond_max_active_runs(
@@ -332,6 +333,53 @@ def test_overlap_policy_decides_runs_beyond_max_active_runs(
         assert store.finish_success(claim, "1", clock.now()) is False
         assert store.task_instance(runs[0].run_id, "first").state == "cancelled"
         assert store.get_run(runs[0].run_id).state == "cancelled"
+
+
+BUFFERED = """
+from orchestrator import DAG, task
+
+with DAG("buffered", schedule=None, overlap="buffer_one") as dag:
+    @task
+    def only():
+        return 1
+"""
+
+
+def test_buffer_one_keeps_one_run_waiting_and_skips_the_rest_as_they_come(harness, write_dag):
+    """Temporal's BUFFER_ONE: while a run is active at most one more waits; a run due
+    while one already waits is skipped at once (with its reason), and once the active
+    run ends the waiting one starts and the next due run may wait again."""
+    store, clock = harness.store, harness.clock
+    write_dag("buffered.py", BUFFERED)
+    harness.parse()
+    t0 = clock.now()
+
+    def trigger(i: int) -> str:
+        return store.trigger_run("buffered", t0, logical_date=t0 + timedelta(minutes=i)).run_id
+
+    r0 = trigger(0)
+    harness.tick()
+    [claim] = store.claim("w", clock.now(), timedelta(seconds=30), limit=5)
+    r1 = trigger(1)
+    harness.tick()
+    r2 = trigger(2)
+    harness.tick()
+    assert [store.get_run(r).state for r in (r0, r1, r2)] == ["running", "queued", "cancelled"]
+    [skipped] = store.events(kind="run_cancelled")
+    assert skipped.run_id == r2
+    assert (
+        skipped.message == "overlap='buffer_one': one active run and one waiting at most; skipped"
+    )
+
+    assert store.finish_success(claim, "1", clock.now())
+    harness.tick()
+    assert [store.get_run(r).state for r in (r0, r1)] == ["success", "running"]
+    r3 = trigger(3)
+    harness.tick()
+    r4 = trigger(4)
+    harness.tick()
+    assert [store.get_run(r).state for r in (r1, r3, r4)] == ["running", "queued", "cancelled"]
+    assert [e.run_id for e in store.events(kind="run_cancelled")] == [r4, r2]
 
 
 def test_cancel_run_stops_its_tasks_once(harness, write_dag):

@@ -41,8 +41,8 @@ def test_retries_back_off_and_are_not_claimable_before_ready_at(harness, write_d
         assert (ti.state, ti.try_number) == ("up_for_retry", n)
         assert f"boom on try {n}" in ti.error
         delay = ti.ready_at - clock.now()
-        base = 10 * 2 ** (n - 1)  # exponential, with "equal jitter" in [base/2, base]
-        assert timedelta(seconds=base / 2) <= delay <= timedelta(seconds=base)
+        base = 10 * 2 ** (n - 1)  # exponential, plus a jitter of up to the base again
+        assert timedelta(seconds=base) <= delay <= timedelta(seconds=2 * base)
         delays.append(delay)
         # not claimable a moment before ready_at, by this worker or anyone
         clock.set(ti.ready_at - timedelta(milliseconds=1))

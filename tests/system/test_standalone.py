@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-EXAMPLES = ("nightly_report", "heartbeat_check", "fan_out", "flaky")
+EXAMPLES = ("nightly_report", "heartbeat_check", "fan_out", "flaky", "http_notify")
 
 
 def free_port() -> int:
@@ -40,7 +40,12 @@ def cli(cwd: Path, *argv: str) -> subprocess.CompletedProcess:
 def test_standalone_runs_the_example_dags_and_serves_the_ui(tmp_path: Path) -> None:
     shutil.copytree(ROOT / "dags", tmp_path / "dags")
     port = free_port()
-    env = dict(os.environ, ORCHESTRATOR_WEB_PORT=str(port))
+    # http_notify calls standalone's own /health
+    env = dict(
+        os.environ,
+        ORCHESTRATOR_WEB_PORT=str(port),
+        HTTP_NOTIFY_URL=f"http://127.0.0.1:{port}/health",
+    )
     env.pop("ORCHESTRATOR_DATABASE_URL", None)
     log = open(tmp_path / "standalone.log", "w")  # noqa: SIM115
     proc = subprocess.Popen(

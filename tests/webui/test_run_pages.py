@@ -131,3 +131,24 @@ def test_openapi_document_lists_every_api_route(app, client):
         path = re.sub(r"<(?:\w+:)?(\w+)>", r"{\1}", rule.rule[len("/api/v1") :])
         for method in rule.methods - {"HEAD", "OPTIONS"}:
             assert (method, path) in documented, (method, path)
+
+
+def test_an_http_tasks_page_shows_its_rendered_request_without_secrets(client, store):
+    from orchestrator import DAG
+    from orchestrator.authoring.spec import serialize_dag
+
+    with DAG("hooks", schedule=None, params={"who": "<b>&x=1"}) as dag:
+        dag.http(
+            "notify",
+            "http://127.0.0.1:9/hook?who={{ params.who }}&api_key=k3y",
+            method="POST",
+            headers={"Authorization": "Bearer t0ken"},
+            json={"who": "{{ params.who }}"},
+        )
+    store.save_dag(serialize_dag(dag), START)
+    run = store.trigger_run("hooks", START)
+    html = client.get(f"/runs/{run.run_id}/tasks/notify").get_data(as_text=True)
+    assert "Rendered request" in html
+    assert "POST http://127.0.0.1:9/hook?who=%3Cb%3E%26x%3D1&amp;api_key=***" in html
+    assert "Authorization: ***" in html and "&#34;who&#34;: &#34;&lt;b&gt;&amp;x=1&#34;" in html
+    assert "t0ken" not in html and "k3y" not in html and "<b>" not in html

@@ -46,14 +46,32 @@ def test_zero_delay_stays_zero():
 
 
 @pytest.mark.parametrize("key", [f"dag/run_{i}/task" for i in range(200)])
-def test_jitter_stays_within_half_and_all_of_the_delay(key):
+def test_jitter_only_adds_up_to_the_delay_again_and_the_cap_still_applies(key):
     p = RetryPolicy(retry_delay=timedelta(seconds=10), max_retry_delay=timedelta(seconds=300))
-    plain = RetryPolicy(
-        retry_delay=timedelta(seconds=10), max_retry_delay=timedelta(seconds=300), jitter=False
-    )
     for n in range(1, 12):
-        d, full = secs(p, n, key), secs(plain, n, key)
-        assert full / 2 <= d <= full, (key, n, d, full)
+        base = 10 * 2 ** (n - 1)
+        d = secs(p, n, key)
+        assert min(base, 300) <= d <= min(2 * base, 300), (key, n, d, base)
+
+
+def test_retry_delay_is_the_least_wait():
+    """Airflow users read retry_delay=30s as "wait at least 30 s" (Airflow waits between
+    the delay and twice it); equal jitter used to retry after as little as 15 s."""
+    p = RetryPolicy(retry_delay=timedelta(seconds=30))
+    first = [secs(p, 1, f"dag/run/task_{i}") for i in range(500)]
+    assert min(first) >= 30
+    assert max(first) < 60
+    assert max(first) - min(first) > 20  # still spread out, not in lockstep
+    fixed = RetryPolicy(retry_delay=timedelta(seconds=30), exponential=False)
+    assert min(secs(fixed, n, f"k{i}") for i in range(200) for n in (1, 5)) >= 30
+
+
+def test_the_cap_wins_over_the_least_wait():
+    p = RetryPolicy(retry_delay=timedelta(seconds=30), max_retry_delay=timedelta(seconds=20))
+    assert {secs(p, n, f"k{i}") for i in range(50) for n in (1, 2, 9)} == {20}
+    p = RetryPolicy(retry_delay=timedelta(seconds=30), max_retry_delay=timedelta(seconds=45))
+    assert all(30 <= secs(p, 1, f"k{i}") <= 45 for i in range(200))
+    assert {secs(p, 2, f"k{i}") for i in range(50)} == {45}
 
 
 def test_jitter_is_deterministic_per_key_and_spreads_keys():

@@ -1,0 +1,41 @@
+"""HTTP tasks: call an endpoint with templated, encoded values, or skip clearly.
+
+Set HTTP_NOTIFY_URL before starting standalone (DAG files see the environment they
+were started with, less the orchestrator's own ORCHESTRATOR_* settings), for example
+standalone's own health check:
+
+    HTTP_NOTIFY_URL=http://127.0.0.1:8080/health orchestrator standalone
+
+Without it, `notify` is skipped and the `endpoint` task's log says why.
+"""
+
+import os
+from datetime import UTC, datetime, timedelta
+
+from orchestrator import DAG, task
+
+URL = os.environ.get("HTTP_NOTIFY_URL")
+
+with DAG(
+    "http_notify",
+    schedule=timedelta(minutes=10),
+    start_date=datetime(2026, 1, 1, tzinfo=UTC),
+    description="Calls the endpoint in HTTP_NOTIFY_URL, if set, with the run's date.",
+    tags=["example"],
+) as dag:
+
+    @task.branch
+    def endpoint(ctx):
+        if URL:
+            return "notify"
+        ctx.log.info("no endpoint configured: set HTTP_NOTIFY_URL to call one")
+        return []
+
+    notify = dag.http(
+        "notify",
+        (URL or "http://127.0.0.1:8080/health") + "?day={{ ds }}&run={{ run_id }}",
+        expect_status=[200, 503],  # a health check's 503 is an answer too: it says what is wrong
+        retries=3,  # the web UI starts beside the scheduler: it may not listen yet
+        retry_delay=timedelta(seconds=5),
+    )
+    endpoint >> notify

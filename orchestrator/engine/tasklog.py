@@ -1,0 +1,93 @@
+"""A try's log file, capped at ``max_log_bytes`` with a visible truncation marker.
+
+Everything a try writes (its ``ctx.log`` lines, what a Python task prints, a shell
+command's output) goes through one :class:`CappedLog`. Past the cap the output is
+dropped, a marker line says so, and when the try ends one more line says how much was
+dropped; the runner's own closing lines (``succeeded``, ``failed: ...``) are always
+written, so the end of a truncated log still says how the try ended.
+
+>>> log = CappedLog("/state/logs/etl/r/t/1.log", limit=10 * 2**20)   # doctest: +SKIP
+>>> log.write("hello\\n"); log.end_of_output(); log.close()          # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import io
+import os
+
+
+class CappedLog(io.TextIOBase):
+    """A text stream (for ``print``, logging, ``redirect_stdout``) over a capped file.
+
+    Writes go straight to the file (one ``write`` system call each, like a line-buffered
+    file): a try killed mid-way loses nothing it wrote before.
+    """
+
+    def __init__(self, path: str, limit: int) -> None:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644)
+        self.limit = limit
+        self.written = 0  # bytes of this try's output written
+        self.dropped = 0  # bytes of it dropped past the cap
+        self._capped = True
+
+    # -- the text stream interface ---------------------------------------------------------
+    def writable(self) -> bool:
+        return True
+
+    def write(self, s: str) -> int:
+        self.write_bytes(s.encode("utf-8", "backslashreplace"))
+        return len(s)
+
+    def flush(self) -> None:
+        pass
+
+    def fileno(self) -> int:
+        return self._fd
+
+    def isatty(self) -> bool:
+        return False
+
+    def close(self) -> None:
+        if not self.closed:
+            os.close(self._fd)
+        super().close()
+
+    # -- bytes ---------------------------------------------------------------------------
+    def write_bytes(self, data: bytes) -> None:
+        if not data:
+            return
+        if not self._capped:
+            self._write(data)
+            return
+        room = self.limit - self.written
+        if room <= 0:
+            self.dropped += len(data)
+            return
+        if len(data) > room:
+            self.dropped += len(data) - room
+            data = data[:room]
+            self._write(data)
+            self.written += len(data)
+            self._write(
+                f"\n[orchestrator: log truncated: this try wrote more than {self.limit} "
+                "bytes (max_log_bytes); the rest of its output is dropped]\n".encode()
+            )
+            return
+        self._write(data)
+        self.written += len(data)
+
+    def end_of_output(self) -> None:
+        """The task is done: say how much was dropped; the runner's last lines go in whole."""
+        if self._capped and self.dropped:
+            self._write(
+                f"[orchestrator: {self.dropped} bytes of output were dropped "
+                f"(max_log_bytes={self.limit})]\n".encode()
+            )
+        self._capped = False
+
+    def _write(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            n = os.write(self._fd, view)
+            view = view[n:]
