@@ -114,6 +114,12 @@ FIELDS: dict[str, tuple[type, Any, str]] = {
         "wrong logins per client address within web_login_window_seconds before refusing",
     ),
     "web_login_window_seconds": (float, 300.0, "the window login failures are counted in"),
+    # h-cli: the hard limit of one backfill (issue 13, item 6)
+    "backfill_hard_max_runs": (
+        int,
+        100_000,
+        "most runs one backfill may create, even with --yes: split bigger ranges",
+    ),
 }
 
 
@@ -160,6 +166,8 @@ class Settings:
     web_login_max_failures: int
     web_login_max_failures_per_address: int
     web_login_window_seconds: float
+    # h-cli: the hard limit of one backfill (issue 13, item 6)
+    backfill_hard_max_runs: int
 
     @property
     def log_dir(self) -> str:

@@ -6,6 +6,6 @@
 >>> serve(create_app(Settings.load()), "127.0.0.1", 8080)   # doctest: +SKIP
 """
 
-from webui.app import create_app
+from .app import create_app
 
 __all__ = ["create_app"]

@@ -20,12 +20,13 @@ from orchestrator.clock import Clock, SystemClock
 from orchestrator.errors import ConfigError, NotFoundError, StateError
 from orchestrator.settings import Settings
 from orchestrator.store import Store
-from webui import formatting, render
-from webui.current import CLOCK_KEY, LAYOUTS_KEY, SETTINGS_KEY, STORE_KEY
-from webui.data import GRID_RUNS
-from webui.layouts import Layouts
-from webui.secret import load_or_create_secret
-from webui.security import (
+
+from . import formatting, render
+from .current import CLOCK_KEY, LAYOUTS_KEY, SETTINGS_KEY, STORE_KEY
+from .data import GRID_RUNS
+from .layouts import Layouts
+from .secret import load_or_create_secret
+from .security import (
     SessionInterface,
     allowed_hosts,
     check_request,
@@ -96,7 +97,7 @@ def create_app(
     app.add_template_global(render.gantt_rows, "gantt_rows")
     app.add_template_global(GRID_RUNS, "grid_runs_max")
 
-    from webui.views import actions, api, api_actions, auth, dags, events, health, metrics, runs
+    from .views import actions, api, api_actions, auth, dags, events, health, metrics, runs
 
     for module in (dags, runs, events, actions, auth, api, api_actions, health, metrics):
         app.register_blueprint(module.bp)

@@ -13,7 +13,8 @@ from flask import current_app
 
 from orchestrator.settings import Settings
 from orchestrator.store import Store
-from webui.layouts import Layouts
+
+from .layouts import Layouts
 
 STORE_KEY = "orchestrator_store"
 SETTINGS_KEY = "orchestrator_settings"

@@ -24,10 +24,11 @@ from orchestrator.errors import OrchestratorError
 from orchestrator.scheduling.explain import Reason, explain_task
 from orchestrator.store import Store
 from orchestrator.store.task_store import idempotency_key
-from webui import queries
-from webui.cron_words import schedule_in_words
-from webui.gantt import gantt
-from webui.layouts import Layouts
+
+from . import queries
+from .cron_words import schedule_in_words
+from .gantt import gantt
+from .layouts import Layouts
 
 RECENT_RUNS = 10
 GRID_RUNS = 25
@@ -202,7 +203,7 @@ def _request_text(request: Request) -> str:
 def task_page(
     store: Store, run_id: str, task_id: str, now: datetime, log_dir: str, stale: timedelta
 ) -> dict[str, Any]:
-    from webui.logs import read_log
+    from .logs import read_log
 
     ti = store.task_instance(run_id, task_id)
     run = store.get_run(run_id)

@@ -24,8 +24,9 @@ from collections import OrderedDict
 
 from orchestrator.authoring.spec import DagSpec
 from orchestrator.store import Store
-from webui import graph_layout
-from webui.render import Drawing
+
+from . import graph_layout
+from .render import Drawing
 
 log = logging.getLogger(__name__)
 

@@ -14,9 +14,21 @@ from orchestrator.errors import ConfigError, StateError
 from orchestrator.store import Store
 
 
-def trigger(store: Store, dag_id: str, conf: dict[str, Any], now: datetime) -> tuple[str, str]:
-    """(run_id, message) of a new manual run with ``conf``."""
-    run = store.trigger_run(dag_id, now, conf=conf)
+def actor(channel: str, user: str | None, address: str | None) -> str:
+    """Who asks, as stored on the runs they create: ``web:alice``, ``api:alice``, or
+    ``web:anonymous@127.0.0.1`` when the UI needs no login (loopback only).
+
+    >>> actor("api", "alice", "10.0.0.5"), actor("web", None, "127.0.0.1")
+    ('api:alice', 'web:anonymous@127.0.0.1')
+    """
+    return f"{channel}:{user}" if user else f"{channel}:anonymous@{address or 'unknown'}"
+
+
+def trigger(
+    store: Store, dag_id: str, conf: dict[str, Any], now: datetime, who: str | None = None
+) -> tuple[str, str]:
+    """(run_id, message) of a new manual run with ``conf``, asked for by ``who``."""
+    run = store.trigger_run(dag_id, now, conf=conf, triggered_by=who)
     # names only: values can be large, and the message is flashed into the session cookie
     shown = f"params {', '.join(conf)}" if conf else "default params"
     return run.run_id, f"Triggered {run.run_id} with {shown}."
@@ -52,7 +64,9 @@ def cancel(store: Store, run_id: str, now: datetime, who: str | None) -> str:
 MAX_BACKFILL = 1000
 
 
-def backfill(store: Store, dag_id: str, start: str, end: str, now: datetime) -> str:
+def backfill(
+    store: Store, dag_id: str, start: str, end: str, now: datetime, who: str | None = None
+) -> str:
     """Runs for every fire time from day ``start`` to day ``end`` (in the DAG's zone)."""
     dag = store.get_dag(dag_id)
     spec = store.spec(dag_id, dag.version_hash)
@@ -75,7 +89,13 @@ def backfill(store: Store, dag_id: str, start: str, end: str, now: datetime) -> 
         raise ConfigError(f"backfill: more than {MAX_BACKFILL} fire times; pick a shorter range")
     fires = [(t, spec.schedule.data_interval(t)) for t in times]
     record, counts = store.create_backfill(
-        dag_id, fires, now, start=lo, end=hi, max_active_runs=spec.max_active_runs
+        dag_id,
+        fires,
+        now,
+        start=lo,
+        end=hi,
+        max_active_runs=spec.max_active_runs,
+        triggered_by=who,
     )
     return (
         f"Backfill {record.id} of {dag_id} from {start} to {end}: {counts['created']} run(s) "

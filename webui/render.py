@@ -21,8 +21,8 @@ from urllib.parse import quote
 from flask import url_for
 from markupsafe import Markup, escape
 
-from webui.formatting import duration, state_class, utc
-from webui.graph_layout import Layout
+from .formatting import duration, state_class, utc
+from .graph_layout import Layout
 
 _DEFS = (
     '<defs><marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" '

@@ -36,7 +36,8 @@ from flask import abort, current_app, jsonify, redirect, request, session, url_f
 from flask.sessions import SecureCookieSessionInterface
 
 from orchestrator.settings import Settings
-from webui.current import get_settings, get_store, now
+
+from .current import get_settings, get_store, now
 
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 PUBLIC_ENDPOINTS = frozenset({"health.health", "auth.login", "static"})

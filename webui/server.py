@@ -19,7 +19,8 @@ from typing import Any
 from waitress import create_server, wasyncore
 
 from orchestrator.errors import ConfigError
-from webui.security import is_loopback
+
+from .security import is_loopback
 
 log = logging.getLogger(__name__)
 

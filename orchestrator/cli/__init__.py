@@ -1,7 +1,10 @@
 """The ``orchestrator`` command line.
 
-Exit status 0 on success; 1 with a one-line ``orchestrator: error: ...`` on bad input
-or a failed operation; 2 on a usage error. Every list/show command takes ``--json``,
+Exit status 0 on success; 1 with a one-line ``orchestrator: error: ...`` on a failed
+operation (or input the store refuses); 2 with a one-line reason on a bad argument;
+141 (quietly) when the reader of stdout has gone, as in ``orchestrator runs list | head``.
+The global flags (``--database-url`` and the others of ``common.make_parents``) go
+before the command or after it. Every list/show command takes ``--json``,
 whose fields use the store's names (dag_id, run_id, logical_date, state, ...).
 
 Each command group lives in its own module with a ``register(subparsers, parents)``
@@ -13,6 +16,7 @@ from __future__ import annotations
 import argparse
 import importlib.machinery
 import logging
+import os
 import sys
 from collections.abc import Sequence
 
@@ -30,7 +34,7 @@ from orchestrator.cli import (
     tasks,
     users,
 )
-from orchestrator.cli.common import dispose_opened, load_settings, make_parents
+from orchestrator.cli.common import Parser, dispose_opened, load_settings, make_parents
 from orchestrator.errors import OrchestratorError
 from orchestrator.observability.logging_setup import configure as configure_logging
 
@@ -39,10 +43,10 @@ GROUPS = (processes, dags, runs, tasks, users, status, pools, backfill, schedule
 
 def build_parser() -> argparse.ArgumentParser:
     parents = make_parents()
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="orchestrator",
         description="A DAG workflow orchestrator and job scheduler.",
-        parents=[parents.common],
+        parents=[parents.top],
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for group in GROUPS:
@@ -66,17 +70,31 @@ def _keep_children_light() -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     _keep_children_light()
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help (0) or a usage error (2): a status, as below
+        return exc.code if isinstance(exc.code, int) else 2
     level = (args.log_level or "INFO").upper()
     configure_logging(level, args.log_format or "text")
     if not getattr(args, "long_running", False):
         logging.getLogger().setLevel(logging.WARNING if not args.log_level else level)
     try:
         settings = load_settings(args)
-        return args.handler(args, settings)
+        status = args.handler(args, settings)
+        sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
+        return status
+    except BrokenPipeError:
+        # `orchestrator runs list | head -1`: the reader has gone; stop quietly (and
+        # point stdout at /dev/null so the interpreter's last flush can't complain)
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141  # 128 + SIGPIPE, what `yes | head -1` reports for yes
     except OrchestratorError as exc:
         print(f"orchestrator: error: {exc}", file=sys.stderr)
         return 1
+    except OverflowError as exc:  # a number no column holds, wherever it was checked last
+        print(f"orchestrator: error: a number is too large: {exc}", file=sys.stderr)
+        return 2
     except DBAPIError as exc:
         print(f"orchestrator: error: database: {str(exc.orig).splitlines()[0]}", file=sys.stderr)
         return 1

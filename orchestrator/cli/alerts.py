@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from orchestrator.cli.common import Parents, emit, open_store
+from orchestrator.cli.common import Parents, emit, open_store, whole
 from orchestrator.clock import SystemClock
 from orchestrator.settings import Settings
 
@@ -27,7 +27,7 @@ def register(sub: Any, parents: Parents) -> None:
     p = parents.add(alerts, "list", "list alerts, newest first", json_output=True)
     p.add_argument("--dag", dest="dag_id", default=None)
     p.add_argument("--kind", default=None, help="e.g. run_failed, run_missed, run_late")
-    p.add_argument("--limit", type=int, default=50)
+    p.add_argument("--limit", type=whole(1), default=50)
     p.add_argument("--deliveries", action="store_true", help="show each notifier's delivery")
     p.set_defaults(handler=cmd_alerts)
     if "dags" in sub.choices:

@@ -20,10 +20,18 @@ import argparse
 import sys
 import time
 from collections.abc import Callable
+from datetime import datetime, timedelta
 from typing import Any, TextIO
 from zoneinfo import ZoneInfo
 
-from orchestrator.cli.common import Parents, emit, format_table, open_store
+from orchestrator.cli.common import (
+    Parents,
+    cli_actor,
+    emit,
+    format_table,
+    open_store,
+    whole,
+)
 from orchestrator.cli.schedule import parse_when
 from orchestrator.clock import SystemClock
 from orchestrator.errors import ConfigError, NotFoundError
@@ -46,7 +54,7 @@ def register(sub: Any, parents: Parents) -> None:
     p.add_argument("--dry-run", action="store_true", help="list the fire times, create nothing")
     p.add_argument("--rerun-failed", action="store_true", help="clear failed/cancelled runs")
     p.add_argument("--reset", action="store_true", help="clear every finished run in range")
-    p.add_argument("--max-active-runs", type=int, default=None, help="default: the DAG's")
+    p.add_argument("--max-active-runs", type=whole(1), default=None, help="default: the DAG's")
     p.add_argument("--reverse", action="store_true", help="newest fire times first")
     p.add_argument("--no-wait", action="store_true", help="return once the runs are created")
     p.add_argument("--yes", action="store_true", help="allow more than backfill_max_runs runs")
@@ -80,8 +88,15 @@ def cmd_backfill(args: argparse.Namespace, settings: Settings) -> int:
     max_active = spec.max_active_runs if args.max_active_runs is None else args.max_active_runs
     if max_active < 1:
         raise ConfigError(f"--max-active-runs must be >= 1, got {max_active}")
-    cap = settings.backfill_max_runs
-    times = spec.schedule.fire_times(start, end, limit=None if args.yes else cap + 1)
+    cap, hard = settings.backfill_max_runs, settings.backfill_hard_max_runs
+    progress = Progress(sys.stderr)
+    limit = (hard if args.yes else min(cap, hard)) + 1
+    times = find_fire_times(spec.schedule, start, end, limit, progress)
+    if len(times) > hard:
+        raise ConfigError(
+            f"the range holds more than {hard} fire times, the most one backfill may create "
+            f"even with --yes (backfill_hard_max_runs): split it into several backfills"
+        )
     if len(times) > cap and not args.yes and not args.dry_run:
         raise ConfigError(
             f"the range holds more than {cap} fire times (backfill_max_runs): pass --yes "
@@ -104,7 +119,12 @@ def cmd_backfill(args: argparse.Namespace, settings: Settings) -> int:
         reverse=args.reverse,
         rerun_failed=args.rerun_failed,
         reset=args.reset,
+        triggered_by=cli_actor(),
+        progress=lambda done, total: progress.show(
+            f"creating runs: {done}/{total} fire times", last=done == total
+        ),
     )
+    progress.end()
     if args.json and args.no_wait:
         emit(args, record.to_dict() | counts)
         return 0
@@ -176,6 +196,49 @@ def _action(args: argparse.Namespace, store: Any, now: Any) -> int:
         return 0
     store.get_backfill(bid)
     return follow(store, bid)
+
+
+FIND_CHUNK = 10_000  # fire times computed between two progress lines (about a second)
+
+
+class Progress:
+    """Progress lines on ``out`` while a backfill finds its fire times and writes its
+    runs: one line rewritten on a terminal, a line a step otherwise. A step that is
+    also the ``last`` one, shown first, is not shown: it took no noticeable time."""
+
+    def __init__(self, out: TextIO) -> None:
+        self.out, self.shown, self.tty = out, False, out.isatty()
+
+    def show(self, line: str, *, last: bool = False) -> None:
+        if last and not self.shown:
+            return
+        self.out.write(("\r\033[K" + line) if self.tty else line + "\n")
+        self.out.flush()
+        self.shown = True
+
+    def end(self) -> None:
+        if self.shown and self.tty:
+            self.out.write("\n")
+            self.out.flush()
+        self.shown = False
+
+
+def find_fire_times(
+    schedule: Any, start: datetime, end: datetime, limit: int, progress: Progress
+) -> list[datetime]:
+    """``schedule.fire_times(start, end, limit=limit)``, FIND_CHUNK at a time, saying
+    how many so far (a minutely cron over years takes seconds to walk)."""
+    times: list[datetime] = []
+    lo = start
+    while len(times) < limit:
+        chunk = schedule.fire_times(lo, end, limit=min(FIND_CHUNK, limit - len(times)))
+        times += chunk
+        if len(chunk) < FIND_CHUNK:
+            break
+        lo = chunk[-1] + timedelta(microseconds=1)
+        progress.show(f"finding fire times: {len(times)} so far")
+    progress.end()
+    return times
 
 
 def progress_line(record: Any, elapsed: float) -> str:

@@ -3,24 +3,76 @@
 from __future__ import annotations
 
 import argparse
+import getpass
 import json
-from collections.abc import Sequence
+import os
+import re
+import socket
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, NoReturn
 
 from orchestrator.errors import ConfigError
 from orchestrator.settings import FIELDS, Settings
 
 _opened: list[Any] = []  # stores opened by this command, disposed when it ends
 
+MAX_INT = 2**31 - 1  # the largest count, limit or size a command takes (an SQL INTEGER)
+# as store.claims.POOL_NAME (not imported: the store pulls in Alembic, whose import
+# logs before the command has configured logging)
+POOL_NAME = re.compile(r"[A-Za-z0-9_.-]{1,250}")
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, with a usage error on one line: ``orchestrator runs list: error: ...``
+    and a pointer to ``--help`` (exit status 2)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+
+
+def whole(low: int = 1, high: int = MAX_INT) -> Callable[[str], int]:
+    """An argparse type: a whole number in [low, high], else a usage error naming both."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"must be between {low} and {high}, got {text}")
+        return value
+
+    return parse
+
+
+def pool_name(text: str) -> str:
+    """An argparse type: letters, digits, ``_``, ``-`` and ``.``, up to 250 of them."""
+    if not POOL_NAME.fullmatch(text):
+        raise argparse.ArgumentTypeError(
+            f"pool names are 1-250 letters, digits, '_', '-' or '.', got {text!r}"
+        )
+    return text
+
+
+GLOBAL_SETTINGS = ("database_url", "dags_folder", "state_dir", "lease_seconds", "heartbeat_seconds")
+
 
 @dataclass(frozen=True)
 class Parents:
-    """Parent parsers: the global flags, and --json for list/show commands."""
+    """Parent parsers: the global flags, and --json for list/show commands.
+
+    The global flags go before the command or after it (``orchestrator --database-url
+    B runs list`` and ``orchestrator runs list --database-url B``): ``top`` gives the
+    main parser the flags with their defaults; ``common`` gives every command the same
+    flags without defaults (``SUPPRESS``), so a command that was not given one keeps
+    the value read before the command instead of resetting it.
+    """
 
     common: argparse.ArgumentParser
     as_json: argparse.ArgumentParser
+    top: argparse.ArgumentParser
 
     def add(
         self, parent: Any, name: str, help_: str, *, json_output: bool = False
@@ -29,19 +81,38 @@ class Parents:
         return parent.add_parser(name, help=help_, description=help_, parents=parents)
 
 
-def make_parents() -> Parents:
-    common = argparse.ArgumentParser(add_help=False)
-    for name in ("database_url", "dags_folder", "state_dir", "lease_seconds", "heartbeat_seconds"):
-        common.add_argument(
-            f"--{name.replace('_', '-')}", dest=name, default=None, help=FIELDS[name][2]
+def _global_flags(default: Any) -> argparse.ArgumentParser:
+    parser = Parser(add_help=False)
+    for name in GLOBAL_SETTINGS:
+        parser.add_argument(
+            f"--{name.replace('_', '-')}", dest=name, default=default, help=FIELDS[name][2]
         )
-    common.add_argument("--log-level", default=None, help="DEBUG, INFO (default), WARNING, ERROR")
-    common.add_argument(
-        "--log-format", choices=("text", "json"), default=None, help="json: one object a line"
+    parser.add_argument(
+        "--log-level",
+        type=str.upper,
+        choices=("DEBUG", "INFO", "WARNING", "ERROR"),
+        default=default,
+        help="DEBUG, INFO (default), WARNING, ERROR",
     )
-    as_json = argparse.ArgumentParser(add_help=False)
+    parser.add_argument(
+        "--log-format", choices=("text", "json"), default=default, help="json: one object a line"
+    )
+    return parser
+
+
+def make_parents() -> Parents:
+    as_json = Parser(add_help=False)
     as_json.add_argument("--json", action="store_true", help="print JSON")
-    return Parents(common, as_json)
+    return Parents(_global_flags(argparse.SUPPRESS), as_json, _global_flags(None))
+
+
+def cli_actor() -> str:
+    """Who is running this command, for the runs it creates: ``cli:USER@HOST``."""
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):  # no login name and no passwd entry (some containers)
+        user = f"uid{os.getuid()}" if hasattr(os, "getuid") else "unknown"
+    return f"cli:{user}@{socket.gethostname()}"
 
 
 def dispose_opened() -> None:
@@ -50,16 +121,7 @@ def dispose_opened() -> None:
 
 
 def load_settings(args: argparse.Namespace) -> Settings:
-    overrides = {
-        name: getattr(args, name, None)
-        for name in (
-            "database_url",
-            "dags_folder",
-            "state_dir",
-            "lease_seconds",
-            "heartbeat_seconds",
-        )
-    }
+    overrides = {name: getattr(args, name, None) for name in GLOBAL_SETTINGS}
     if getattr(args, "host", None):
         overrides["web_host"] = args.host
     if getattr(args, "port", None):

@@ -6,7 +6,14 @@ import argparse
 import sys
 from typing import Any
 
-from orchestrator.cli.common import Parents, emit, format_table, open_store, parse_json_object
+from orchestrator.cli.common import (
+    Parents,
+    cli_actor,
+    emit,
+    format_table,
+    open_store,
+    parse_json_object,
+)
 from orchestrator.clock import SystemClock
 from orchestrator.errors import NotFoundError
 from orchestrator.settings import Settings
@@ -138,7 +145,9 @@ def cmd_dags(args: argparse.Namespace, settings: Settings) -> int:
             from orchestrator.cli.schedule import parse_when
 
             when = parse_when(args.logical_date, dag.timezone, "--logical-date")
-        run = store.trigger_run(args.dag_id, now, conf=conf, logical_date=when)
+        run = store.trigger_run(
+            args.dag_id, now, conf=conf, logical_date=when, triggered_by=cli_actor()
+        )
         if args.json:
             emit(args, run.to_dict())
         else:

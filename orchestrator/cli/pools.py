@@ -5,9 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from orchestrator.cli.common import Parents, emit, open_store
+from orchestrator.cli.common import MAX_INT, Parents, emit, open_store, pool_name, whole
 from orchestrator.clock import SystemClock
-from orchestrator.errors import ConfigError
 from orchestrator.settings import Settings
 
 
@@ -17,8 +16,13 @@ def register(sub: Any, parents: Parents) -> None:
     )
     parents.add(pools, "list", "list pools with the slots in use", json_output=True)
     p = parents.add(pools, "set", "create a pool or change its size")
-    p.add_argument("name")
-    p.add_argument("slots", help="how many slots (tasks with pool_slots=1) may run at once")
+    p.add_argument("name", type=pool_name, metavar="NAME", help="letters, digits, '_', '-', '.'")
+    p.add_argument(
+        "slots",
+        metavar="SLOTS",
+        type=whole(0, MAX_INT),
+        help="how many slots (tasks with pool_slots=1) may run at once",
+    )
     p.add_argument("--description", default=None)
     p = parents.add(pools, "delete", "delete a pool (its tasks wait until it exists again)")
     p.add_argument("name")
@@ -34,12 +38,8 @@ def cmd_pools(args: argparse.Namespace, settings: Settings) -> int:
         emit(args, pools, pools, ("name", "slots", "used", "running", "queued", "description"))
         return 0
     if args.action == "set":
-        try:
-            slots = int(args.slots)
-        except ValueError:
-            raise ConfigError(f"SLOTS: expected a whole number, got {args.slots!r}") from None
-        store.set_pool(args.name, slots, now, args.description)
-        print(f"pool {args.name} has {slots} slot(s)")
+        store.set_pool(args.name, args.slots, now, args.description)
+        print(f"pool {args.name} has {args.slots} slot(s)")
         return 0
     store.delete_pool(args.name, now)
     print(f"pool {args.name} deleted")

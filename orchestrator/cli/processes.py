@@ -6,7 +6,7 @@ import argparse
 import threading
 from typing import Any
 
-from orchestrator.cli.common import Parents, emit, open_store
+from orchestrator.cli.common import Parents, emit, open_store, whole
 from orchestrator.errors import ConfigError
 from orchestrator.settings import Settings
 
@@ -16,8 +16,8 @@ def register(sub: Any, parents: Parents) -> None:
         sub, "standalone", "run scheduler, worker, DAG processor and web UI in one process"
     )
     p.add_argument("--host", default=None, help="web UI address (default 127.0.0.1)")
-    p.add_argument("--port", type=int, default=None, help="web UI port (default 8080)")
-    p.add_argument("--concurrency", type=int, default=None, help="task processes")
+    p.add_argument("--port", type=whole(1, 65535), default=None, help="web UI port (default 8080)")
+    p.add_argument("--concurrency", type=whole(1, 4096), default=None, help="task processes")
     p.set_defaults(handler=cmd_standalone, long_running=True)
 
     db = sub.add_parser("db", help="the metadata database").add_subparsers(
@@ -30,18 +30,18 @@ def register(sub: Any, parents: Parents) -> None:
                     json_output=True)  # fmt: skip
     p.add_argument("--older-than", required=True, help="age like 90d, 12h, 4w")
     p.add_argument("--dry-run", action="store_true", help="only count what would go")
-    p.add_argument("--batch", type=int, default=500, help="runs deleted per transaction")
+    p.add_argument("--batch", type=whole(1), default=500, help="runs deleted per transaction")
     p.set_defaults(handler=cmd_db_clean)
 
     p = parents.add(sub, "scheduler", "run a scheduler (and the DAG processor) until stopped")
     p.set_defaults(handler=cmd_scheduler, long_running=True)
     p = parents.add(sub, "worker", "run a worker until stopped")
-    p.add_argument("--concurrency", type=int, default=None, help="task processes")
+    p.add_argument("--concurrency", type=whole(1, 4096), default=None, help="task processes")
     p.add_argument("--queues", default="default", help="comma-separated queues (default: default)")
     p.set_defaults(handler=cmd_worker, long_running=True)
     p = parents.add(sub, "webserver", "serve the web UI")
     p.add_argument("--host", default=None)
-    p.add_argument("--port", type=int, default=None)
+    p.add_argument("--port", type=whole(1, 65535), default=None)
     p.set_defaults(handler=cmd_webserver, long_running=True)
 
 
@@ -70,7 +70,7 @@ def cmd_db_clean(args: argparse.Namespace, settings: Settings) -> int:
     age = parse_age(args.older_than)
     store = open_store(settings)
     counts = clean(store, settings.log_dir, SystemClock().now(), age, dry_run=args.dry_run,
-                   batch=max(args.batch, 1))  # fmt: skip
+                   batch=args.batch)  # fmt: skip
     if args.json:
         emit(args, counts | {"dry_run": args.dry_run})
     else:
@@ -103,10 +103,9 @@ def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_webserver(args: argparse.Namespace, settings: Settings) -> int:
-    from orchestrator.engine.services import install_stop_handlers
-    from webui import create_app
-    from webui.server import serve
+    from orchestrator.engine.services import install_stop_handlers, web_ui
 
+    create_app, serve = web_ui().create_app, web_ui("server").serve
     store = open_store(settings)
     stop = threading.Event()
     install_stop_handlers(stop)

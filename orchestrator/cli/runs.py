@@ -5,16 +5,17 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from orchestrator.cli.common import Parents, emit, format_table, open_store
+from orchestrator.cli.common import Parents, emit, format_table, open_store, whole
 from orchestrator.settings import Settings
+from orchestrator.states import RunState
 
 
 def register(sub: Any, parents: Parents) -> None:
     runs = sub.add_parser("runs", help="DAG runs").add_subparsers(dest="action", required=True)
     p = parents.add(runs, "list", "list runs, newest first", json_output=True)
     p.add_argument("dag_id", nargs="?")
-    p.add_argument("--state", default=None)
-    p.add_argument("--limit", type=int, default=50)
+    p.add_argument("--state", default=None, choices=[s.value for s in RunState])
+    p.add_argument("--limit", type=whole(1), default=50, help="at most this many (default 50)")
     p = parents.add(runs, "show", "show a run and its task instances", json_output=True)
     p.add_argument("run_id")
     for choice in runs.choices.values():

@@ -7,7 +7,7 @@ from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from orchestrator.cli.common import Parents, emit, format_table, open_store
+from orchestrator.cli.common import Parents, emit, format_table, open_store, whole
 from orchestrator.clock import SystemClock
 from orchestrator.errors import ConfigError
 from orchestrator.scheduling.misfire import missed_summary
@@ -38,12 +38,15 @@ def parse_when(text: str, timezone: str, flag: str, *, end_of_day: bool = False)
         if value.tzinfo is None:  # the schedule's DST rules: a repeated wall time is
             # its first occurrence, a nonexistent one the first instant after the gap
             value = to_utc(value, zone, 0)
-    except ValueError:
+        return value.astimezone(UTC)
+    except (ValueError, OverflowError):
         raise ConfigError(
             f"{flag}: {text!r} is not a date or datetime (expected e.g. 2026-01-31, "
             f"2026-01-31T02:00 in the DAG's timezone, or 2026-01-31T02:00+01:00)"
         ) from None
-    return value.astimezone(UTC)
+
+
+PREVIEW_MAX = 10_000  # fire times one preview shows: a table longer than that is not read
 
 
 def register(sub: Any, parents: Parents) -> None:
@@ -52,7 +55,12 @@ def register(sub: Any, parents: Parents) -> None:
     )
     p = parents.add(group, "preview", "show a DAG's next fire times", json_output=True)
     p.add_argument("dag_id")
-    p.add_argument("--count", type=int, default=10, help="how many fire times (default 10)")
+    p.add_argument(
+        "--count",
+        type=whole(1, PREVIEW_MAX),
+        default=10,
+        help=f"how many fire times (default 10, at most {PREVIEW_MAX})",
+    )
     p.add_argument("--start", default=None, help="from this date/datetime (default: now)")
     p.set_defaults(handler=cmd_schedule)
 
@@ -86,8 +94,6 @@ def cmd_schedule(args: argparse.Namespace, settings: Settings) -> int:
     now = SystemClock().now()
     dag = store.get_dag(args.dag_id)
     spec = store.spec(dag.dag_id, dag.version_hash)
-    if args.count < 1:
-        raise ConfigError(f"--count must be >= 1, got {args.count}")
     start = now if args.start is None else parse_when(args.start, spec.timezone, "--start")
     rows = preview_rows(spec.schedule, start, args.count)
     has_history = dag.next_logical_date is None and store.latest_run_date(dag.dag_id) is not None

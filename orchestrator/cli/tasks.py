@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from orchestrator.cli.common import Parents, emit, open_store, parse_json_object
+from orchestrator.cli.common import Parents, emit, open_store, parse_json_object, whole
 from orchestrator.cli.logview import read_log_text, stream_log
 from orchestrator.clock import SystemClock
 from orchestrator.errors import NotFoundError
@@ -30,7 +30,7 @@ def register(sub: Any, parents: Parents) -> None:
     p = parents.add(tasks, "logs", "print a try's log", json_output=True)
     p.add_argument("run_id")
     p.add_argument("task_id")
-    p.add_argument("--try", dest="try_number", type=int, default=None, help="default: latest")
+    p.add_argument("--try", dest="try_number", type=whole(1), default=None, help="default: latest")
     p.add_argument("--tail", type=_count, default=None, metavar="N", help="only the last N lines")
     p.add_argument(
         "--raw",
@@ -46,7 +46,7 @@ def register(sub: Any, parents: Parents) -> None:
     p.add_argument("task_id")
     p = parents.add(tasks, "failed", "list dead-lettered task instances", json_output=True)
     p.add_argument("dag_id", nargs="?", default=None)
-    p.add_argument("--limit", type=int, default=100)
+    p.add_argument("--limit", type=whole(1), default=100)
     p = parents.add(tasks, "retry", "give a dead-lettered task one more set of tries")
     p.add_argument("run_id")
     p.add_argument("task_id")

@@ -8,10 +8,14 @@ released, so nobody waits for a polling interval.
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import logging
 import signal
 import threading
 from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from orchestrator.clock import Clock, SystemClock
@@ -24,6 +28,27 @@ from orchestrator.store import Store
 from orchestrator.store.db import upgrade
 
 log = logging.getLogger(__name__)
+
+_PACKAGE = Path(__file__).resolve().parents[1]  # the orchestrator package folder
+
+
+def web_ui(module: str = "") -> ModuleType:
+    """The web UI package (or one of its modules), whatever the install.
+
+    A wheel installs it inside this package as ``orchestrator.webui``; a checkout has
+    ``webui/`` beside ``orchestrator/`` and imports it as ``webui`` (as the tests do).
+    The one whose files sit beside this package wins, never another install's copy.
+    """
+    for name in ("webui", "orchestrator.webui"):
+        try:
+            spec = importlib.util.find_spec(name)
+        except ModuleNotFoundError:
+            continue
+        if spec is None or spec.origin is None:
+            continue
+        if Path(spec.origin).resolve().parent in (_PACKAGE / "webui", _PACKAGE.parent / "webui"):
+            return importlib.import_module(f"{name}.{module}" if module else name)
+    raise ModuleNotFoundError(f"the web UI package is not installed beside {_PACKAGE}")
 
 
 def install_stop_handlers(stop: threading.Event) -> None:
@@ -130,9 +155,7 @@ def standalone(
     settings: Settings, *, clock: Clock | None = None, stop: threading.Event | None = None
 ) -> None:
     """Scheduler, worker, DAG processor and web UI in one command, on SQLite by default."""
-    from webui import create_app
-    from webui.server import serve
-
+    create_app, serve = web_ui().create_app, web_ui("server").serve
     clock = clock or SystemClock()
     stop = stop or threading.Event()
     upgrade(settings.database_url)

@@ -53,6 +53,11 @@ class JsonFormatter(logging.Formatter):
 def configure(level: str, fmt: str = "text", stream=None) -> None:  # noqa: ANN001
     """Set up the root logger for a CLI command (text: ``logging.basicConfig``)."""
     numeric = getattr(logging, level.upper(), logging.INFO)
+    # Alembic's INFO lines (a "setup plugin" line per plugin, "Context impl ...") are
+    # its internals: shown at DEBUG only; store.db.upgrade logs what a migration did
+    logging.getLogger("alembic").setLevel(
+        logging.DEBUG if numeric <= logging.DEBUG else logging.WARNING
+    )
     if fmt != "json":
         logging.basicConfig(level=numeric, format=TEXT_FORMAT, stream=stream or sys.stderr)
         return

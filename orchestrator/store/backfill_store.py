@@ -11,6 +11,7 @@ cancels its queued runs; running ones finish.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 
 from sqlalchemy import Connection, func, insert, select, update
@@ -22,7 +23,9 @@ from orchestrator.store import models as m
 from orchestrator.store.base import StoreBase, lock_runs, record_event
 from orchestrator.store.records import BackfillRecord
 from orchestrator.store.run_progress import cancel_run_in
-from orchestrator.store.run_rows import insert_run
+from orchestrator.store.run_rows import insert_runs
+
+BATCH = 1000  # new runs per INSERT (and per progress report) when creating a backfill
 
 b = m.backfills
 r = m.dag_runs
@@ -81,11 +84,15 @@ class BackfillStore(StoreBase):
         reverse: bool = False,
         rerun_failed: bool = False,
         reset: bool = False,
+        triggered_by: str | None = None,
+        progress: Callable[[int, int], None] | None = None,
     ) -> tuple[BackfillRecord, dict[str, int]]:
         """Store a backfill and create (or clear) its runs, atomically.
 
         Returns the record and counts: ``created``, ``cleared``, ``kept`` (existing
-        runs left alone).
+        runs left alone). New runs are inserted ``BATCH`` at a time, and after each
+        batch ``progress(done, total)`` is called (the CLI's "creating runs" line).
+        ``triggered_by`` (who asked) is stored on the new runs and named in the events.
         """
 
         dag = self.get_dag(dag_id)  # type: ignore[attr-defined]
@@ -118,35 +125,45 @@ class BackfillStore(StoreBase):
                     )
                 )
             }
-            for when, interval in fire_times:
-                old = existing.get(when)
-                if old is None:
-                    pk = insert_run(
-                        conn,
-                        spec,
-                        dag.version_hash,
-                        run_type="backfill",
-                        logical_date=when,
-                        interval=interval,
-                        conf={},
-                        now=now,
-                        backfill_id=bid,
-                    )
-                    counts["created" if pk is not None else "kept"] += 1
-                elif (rerun_failed or reset) and old.state in clear_states:
-                    lock_runs(conn, [old.id], self.is_postgres)
-                    why = f"cleared by backfill {bid} ({'reset' if reset else 'rerun failed'})"
-                    ok = clear_run_in(conn, spec, old.id, old.run_id, now, why, backfill_id=bid)
-                    counts["cleared" if ok else "kept"] += 1
-                else:
-                    counts["kept"] += 1
+            by_whom = f" by {triggered_by}" if triggered_by else ""
+            for first in range(0, len(fire_times), BATCH):
+                new = []
+                for when, interval in fire_times[first : first + BATCH]:
+                    old = existing.get(when)
+                    if old is None:
+                        new.append((when, interval))
+                    elif (rerun_failed or reset) and old.state in clear_states:
+                        lock_runs(conn, [old.id], self.is_postgres)
+                        why = (
+                            f"cleared by backfill {bid} ({'reset' if reset else 'rerun failed'})"
+                            + by_whom
+                        )
+                        ok = clear_run_in(conn, spec, old.id, old.run_id, now, why, backfill_id=bid)
+                        counts["cleared" if ok else "kept"] += 1
+                    else:
+                        counts["kept"] += 1
+                created = insert_runs(
+                    conn,
+                    spec,
+                    dag.version_hash,
+                    run_type="backfill",
+                    fire_times=new,
+                    conf={},
+                    now=now,
+                    backfill_id=bid,
+                    triggered_by=triggered_by,
+                )
+                counts["created"] += len(created)
+                counts["kept"] += len(new) - len(created)
+                if progress is not None:
+                    progress(min(first + BATCH, len(fire_times)), len(fire_times))
             record_event(
                 conn,
                 now,
                 "backfill_created",
                 f"backfill {bid} of {len(fire_times)} fire time(s) from {start.isoformat()} "
                 f"to {end.isoformat()}: {counts['created']} created, {counts['cleared']} "
-                f"cleared, {counts['kept']} existing left alone",
+                f"cleared, {counts['kept']} existing left alone{by_whom}",
                 dag_id=dag_id,
             )
         return self.get_backfill(bid), counts

@@ -14,6 +14,7 @@ workers claim at once. Pools are locked in name order, so claims never deadlock.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
@@ -31,6 +32,7 @@ from orchestrator.store.task_store import log_path_for, upstream_results_in
 ti = m.task_instances
 tries = m.task_tries
 CLAIMABLE = list(TASK_CLAIMABLE)
+POOL_NAME = re.compile(r"[A-Za-z0-9_.-]{1,250}")  # the CLI's pool_name checks the same
 
 
 @dataclass(frozen=True)
@@ -215,9 +217,18 @@ class ClaimStore(StoreBase):
     def set_pool(
         self, name: str, slots: int, now: datetime, description: str | None = None
     ) -> None:
-        """Create a pool or change its size (``orchestrator pools set NAME SLOTS``)."""
-        if not isinstance(slots, int) or slots < 0:
-            raise ConfigError(f"pool {name!r}: slots must be an integer >= 0, got {slots!r}")
+        """Create a pool or change its size (``orchestrator pools set NAME SLOTS``).
+
+        A name is 1-250 letters, digits, ``_``, ``-`` or ``.``; slots fit an INTEGER.
+        """
+        if not isinstance(name, str) or not POOL_NAME.fullmatch(name):
+            raise ConfigError(
+                f"pool names are 1-250 letters, digits, '_', '-' or '.', got {name!r}"
+            )
+        if not isinstance(slots, int) or not 0 <= slots <= 2**31 - 1:
+            raise ConfigError(
+                f"pool {name!r}: slots must be a whole number from 0 to {2**31 - 1}, got {slots!r}"
+            )
         p = m.pools
         with self.write() as conn:
             done = conn.execute(

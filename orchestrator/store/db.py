@@ -8,6 +8,7 @@ UPDATEs and ``FOR UPDATE SKIP LOCKED``, never from isolation levels.
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from typing import Any
@@ -19,6 +20,8 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DisconnectionError
 
 from orchestrator.errors import ConfigError
+
+log = logging.getLogger(__name__)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -110,20 +113,36 @@ def _configure_sqlite(engine: Engine) -> None:
             conn.exec_driver_sql("BEGIN IMMEDIATE")
 
 
+def migrations_dir() -> str:
+    """The Alembic scripts: inside the package when installed from a wheel
+    (``orchestrator/_migrations``), ``migrations/`` beside the package in a checkout."""
+    installed = os.path.join(ROOT, "orchestrator", "_migrations")
+    return installed if os.path.isdir(installed) else os.path.join(ROOT, "migrations")
+
+
 def alembic_config(url: str) -> Config:
-    cfg = Config(os.path.join(ROOT, "alembic.ini"))
-    cfg.set_main_option("script_location", os.path.join(ROOT, "migrations"))
+    """The Alembic configuration, built here so an installed package needs no alembic.ini
+    (the checkout's alembic.ini, for the ``alembic`` command, says the same)."""
+    cfg = Config()
+    cfg.set_main_option("script_location", migrations_dir())
+    cfg.set_main_option("file_template", "%%(rev)s_%%(slug)s")
     cfg.attributes["url"] = normalise_url(url)
     return cfg
 
 
 def upgrade(url: str, revision: str = "head") -> None:
     """Bring the schema at ``url`` up to ``revision`` (``orchestrator db upgrade``)."""
+    from alembic.migration import MigrationContext
+
     engine = make_engine(url)
     try:
         with engine.begin() as conn:
+            before = MigrationContext.configure(conn).get_current_revision()
             cfg = alembic_config(url)
             cfg.attributes["connection"] = conn
             command.upgrade(cfg, revision)
+            after = MigrationContext.configure(conn).get_current_revision()
     finally:
         engine.dispose()
+    if after != before:
+        log.info("migrated the schema from %s to %s", before or "nothing", after)

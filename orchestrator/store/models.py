@@ -141,6 +141,9 @@ dag_runs = Table(
     Column("end_date", UTCDateTime),
     # the backfill that created (or last cleared) this run; NULL for the others
     Column("backfill_id", Id, index=True),
+    # who asked for a manual or backfill run ("cli:USER@HOST", "web:USER"); NULL for
+    # the scheduler's runs (0011)
+    Column("triggered_by", String(250)),
     Index(None, "state", "dag_id"),
     # invariant 1, one run per fire time: scheduled and backfill runs only, so a manual
     # run for the same instant never displaces or blocks the scheduled one

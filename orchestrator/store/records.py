@@ -110,6 +110,9 @@ class RunRecord(Record):
     created_at: datetime
     start_date: datetime | None
     end_date: datetime | None
+    # who asked for the run: "cli:USER@HOST", "web:USER", "api:USER" (manual and
+    # backfill runs); None for the scheduler's own runs
+    triggered_by: str | None = None
 
     @classmethod
     def from_row(cls, row: Any) -> RunRecord:
@@ -127,6 +130,7 @@ class RunRecord(Record):
             created_at=row.created_at,
             start_date=row.start_date,
             end_date=row.end_date,
+            triggered_by=row._mapping.get("triggered_by"),
         )
 
 

@@ -23,7 +23,8 @@ _TI_BATCH = 5000  # task instances per INSERT when creating many runs at once
 
 
 def make_run_id(dag_id: str, run_type: str, logical_date: datetime) -> str:
-    stamp = logical_date.strftime("%Y%m%dT%H%M%S")
+    # the year zero-padded by hand: strftime's %Y gives "1", not "0001", on glibc
+    stamp = f"{logical_date.year:04d}" + logical_date.strftime("%m%dT%H%M%S")
     if logical_date.microsecond:
         stamp += f".{logical_date.microsecond:06d}"
     return f"{dag_id}__{run_type}__{stamp}Z"
@@ -39,6 +40,7 @@ def insert_runs(
     conf: dict,
     now: datetime,
     backfill_id: int | None = None,
+    triggered_by: str | None = None,
 ) -> dict[datetime, int]:
     """Insert runs (state queued) and their task instances; {logical_date: run pk} of
     those created.
@@ -48,7 +50,9 @@ def insert_runs(
     invariant 1), every run per run_id, and ``INSERT ... ON CONFLICT DO NOTHING``
     skips a conflicting row on either index, so a manual run for a fire time never
     blocks or displaces the scheduled run of that time. One multi-row INSERT each for
-    the runs, their task instances and their ``run_created`` events.
+    the runs, their task instances and their ``run_created`` events; ``triggered_by``
+    (who asked: ``cli:USER@HOST``, ``web:USER``, ...) is stored on the runs and named in
+    the events.
     """
     if not fire_times:
         return {}
@@ -67,6 +71,7 @@ def insert_runs(
             "conf": json.dumps(conf),
             "created_at": now,
             "backfill_id": backfill_id,
+            "triggered_by": triggered_by,
         }
         for logical_date, interval in fire_times
     ]
@@ -105,13 +110,16 @@ def insert_runs(
                 for t in spec.tasks.values()
             ],
         )
+    by_whom = f" by {triggered_by}" if triggered_by else ""
     conn.execute(
         insert(m.events),
         [
             {
                 "at": now,
                 "kind": "run_created",
-                "message": f"{run_type} run for {by_run_id[created[pk]].isoformat()} created",
+                "message": (
+                    f"{run_type} run for {by_run_id[created[pk]].isoformat()} created{by_whom}"
+                ),
                 "dag_id": spec.dag_id,
                 "run_id": created[pk],
                 "task_id": None,
@@ -134,6 +142,7 @@ def insert_run(
     conf: dict,
     now: datetime,
     backfill_id: int | None = None,
+    triggered_by: str | None = None,
 ) -> int | None:
     """Insert one run and its task instances; None if the run already exists
     (see :func:`insert_runs`)."""
@@ -146,5 +155,6 @@ def insert_run(
         conf=conf,
         now=now,
         backfill_id=backfill_id,
+        triggered_by=triggered_by,
     )
     return created.get(logical_date)

@@ -96,11 +96,14 @@ class RunStore(StoreBase):
         conf: dict | None = None,
         logical_date: datetime | None = None,
         run_type: str = "manual",
+        triggered_by: str | None = None,
     ) -> RunRecord:
-        """Create a run outside the schedule (``dags trigger``).
+        """Create a run outside the schedule (``dags trigger``, the UI, the API).
 
         ``conf`` is checked against the DAG's declared params (names and JSON types of
         their defaults) before anything is written: a bad one raises ConfigError.
+        ``triggered_by`` says who asked (``cli:USER@HOST``, ``web:USER``, ``api:USER``);
+        it is stored on the run and named in its ``run_created`` event.
         """
         dag = self.get_dag(dag_id)  # type: ignore[attr-defined]
         spec = self.spec(dag_id, dag.version_hash)  # type: ignore[attr-defined]
@@ -118,6 +121,7 @@ class RunStore(StoreBase):
                 interval=(when, when),
                 conf=conf or {},
                 now=now,
+                triggered_by=triggered_by,
             )
         if pk is None:
             raise StateError(f"DAG {dag_id!r} already has a run at {when.isoformat()}")

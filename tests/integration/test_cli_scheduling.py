@@ -160,7 +160,7 @@ def test_schedule_preview_marks_dst_shifts(cli, capsys):
     data = json.loads(capsys.readouterr().out)
     assert len(data["fire_times"]) == 10 and data["misfire"] == "coalesce"
     assert data["missed"]["missed"] > 0 and data["missed"]["run"] == 1  # coalesce: one run
-    assert cli("schedule", "preview", "nightly", "--count", "0") == 1
+    assert cli("schedule", "preview", "nightly", "--count", "0") == 2  # a usage error
 
 
 def test_trigger_with_conf_and_logical_date(cli, capsys, store):

@@ -116,7 +116,7 @@ def test_pools_cli(settings, monkeypatch, capsys, store):
     assert main(["pools", "list", "--json"]) == 0
     out = capsys.readouterr().out
     assert '"name": "gpu"' in out and '"slots": 2' in out
-    assert main(["pools", "set", "gpu", "two"]) == 1
-    assert "SLOTS: expected a whole number" in capsys.readouterr().err
+    assert main(["pools", "set", "gpu", "two"]) == 2  # a usage error (issue 13, item 5)
+    assert "argument SLOTS: expected a whole number" in capsys.readouterr().err
     assert main(["pools", "delete", "nope"]) == 1
     assert "no pool named 'nope'" in capsys.readouterr().err

@@ -13,11 +13,12 @@ from flask import Blueprint, flash, redirect, request, url_for
 from werkzeug.wrappers import Response
 
 from orchestrator.errors import OrchestratorError
-from webui import operations as ops
-from webui.current import get_store, now
-from webui.inputs import form_choice
-from webui.params_form import parse_params
-from webui.security import current_user
+
+from .. import operations as ops
+from ..current import get_store, now
+from ..inputs import form_choice
+from ..params_form import parse_params
+from ..security import current_user
 
 bp = Blueprint("actions", __name__)
 
@@ -47,12 +48,16 @@ def _ti_url(run_id: str, task_id: str) -> str:
     return url_for("runs.task_detail", run_id=run_id, task_id=task_id)
 
 
+def _who() -> str:
+    return ops.actor("web", current_user(), request.remote_addr)
+
+
 @bp.post("/dags/<dag_id>/trigger")
 def trigger(dag_id: str) -> Response:
     store = get_store()
     try:
         conf = parse_params(store.current_spec(dag_id).params, request.form)
-        run_id, message = ops.trigger(store, dag_id, conf, now())
+        run_id, message = ops.trigger(store, dag_id, conf, now(), _who())
     except OrchestratorError as exc:
         _flash(str(exc), "error")
         return redirect(_dag_url(dag_id))
@@ -73,7 +78,7 @@ def backfill(dag_id: str) -> Response:
     form = request.form
     return _do(
         lambda: ops.backfill(
-            get_store(), dag_id, form.get("start", ""), form.get("end", ""), now()
+            get_store(), dag_id, form.get("start", ""), form.get("end", ""), now(), _who()
         ),
         _dag_url(dag_id),
     )

@@ -10,13 +10,14 @@ from flask import Blueprint, jsonify, request
 from werkzeug.wrappers import Response
 
 from orchestrator.store.records import DagRecord
-from webui import data, queries
-from webui.current import get_settings, get_store, now
-from webui.formatting import iso
-from webui.inputs import int_arg
-from webui.logs import read_log
-from webui.views.events import filters
-from webui.views.openapi import document
+
+from .. import data, queries
+from ..current import get_settings, get_store, now
+from ..formatting import iso
+from ..inputs import int_arg
+from ..logs import read_log
+from .events import filters
+from .openapi import document
 
 bp = Blueprint("api", __name__, url_prefix="/api/v1")
 

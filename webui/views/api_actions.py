@@ -8,14 +8,15 @@ be a JSON object with exactly the documented fields and types (see
 
 from __future__ import annotations
 
-from flask import Blueprint, jsonify
+from flask import Blueprint, jsonify, request
 from werkzeug.wrappers import Response
 
 from orchestrator.errors import ConfigError
-from webui import operations as ops
-from webui.current import get_store, now
-from webui.inputs import json_body
-from webui.security import csrf_token, current_user
+
+from .. import operations as ops
+from ..current import get_store, now
+from ..inputs import json_body
+from ..security import csrf_token, current_user
 
 bp = Blueprint("api_actions", __name__, url_prefix="/api/v1")
 
@@ -23,6 +24,10 @@ bp = Blueprint("api_actions", __name__, url_prefix="/api/v1")
 @bp.get("/csrf")
 def csrf() -> Response:
     return jsonify({"csrf_token": csrf_token()})
+
+
+def _who() -> str:
+    return ops.actor("api", current_user(), request.remote_addr)
 
 
 @bp.post("/dags/<dag_id>/runs")
@@ -36,7 +41,7 @@ def trigger(dag_id: str) -> tuple[Response, int]:
         raise ConfigError(
             f"conf: unknown params {shown} (declared: {', '.join(declared) or 'none'})"
         )
-    run_id, message = ops.trigger(store, dag_id, conf, now())
+    run_id, message = ops.trigger(store, dag_id, conf, now(), _who())
     return jsonify({"run_id": run_id, "message": message}), 201
 
 
@@ -49,7 +54,7 @@ def pause(dag_id: str) -> Response:
 @bp.post("/dags/<dag_id>/backfill")
 def backfill(dag_id: str) -> Response:
     body = json_body({"start": str, "end": str}, required=("start", "end"))
-    message = ops.backfill(get_store(), dag_id, body["start"], body["end"], now())
+    message = ops.backfill(get_store(), dag_id, body["start"], body["end"], now(), _who())
     return jsonify({"message": message})
 
 

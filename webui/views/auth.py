@@ -21,8 +21,8 @@ from urllib.parse import urlsplit
 from flask import Blueprint, flash, redirect, render_template, request, session, url_for
 from werkzeug.wrappers import Response
 
-from webui.current import get_settings, get_store, now
-from webui.security import current_user, start_session
+from ..current import get_settings, get_store, now
+from ..security import current_user, start_session
 
 log = logging.getLogger(__name__)
 

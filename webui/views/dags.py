@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from flask import Blueprint, render_template, request
 
-from webui import data
-from webui.current import get_layouts, get_store, now
-from webui.inputs import MAX_INT, int_arg
-from webui.params_form import fields_for
+from .. import data
+from ..current import get_layouts, get_store, now
+from ..inputs import MAX_INT, int_arg
+from ..params_form import fields_for
 
 bp = Blueprint("pages", __name__)
 

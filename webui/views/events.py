@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from flask import Blueprint, render_template, request
 
-from webui.current import get_store
-from webui.inputs import int_arg
+from ..current import get_store
+from ..inputs import int_arg
 
 bp = Blueprint("events", __name__)
 

@@ -7,8 +7,8 @@ import logging
 from flask import Blueprint, jsonify
 from werkzeug.wrappers import Response
 
-from webui.current import get_store
-from webui.queries import ping
+from ..current import get_store
+from ..queries import ping
 
 log = logging.getLogger(__name__)
 

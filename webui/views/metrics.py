@@ -9,7 +9,8 @@ from flask import Blueprint, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from orchestrator.observability.metrics import render
-from webui.current import get_store, now
+
+from ..current import get_store, now
 
 bp = Blueprint("metrics", __name__)
 

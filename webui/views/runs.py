@@ -6,8 +6,8 @@ from datetime import timedelta
 
 from flask import Blueprint, render_template
 
-from webui import data
-from webui.current import get_layouts, get_settings, get_store, now
+from .. import data
+from ..current import get_layouts, get_settings, get_store, now
 
 bp = Blueprint("runs", __name__)
 
