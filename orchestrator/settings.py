@@ -54,6 +54,38 @@ FIELDS: dict[str, tuple[type, Any, str]] = {
     "alert_timeout": (float, 10.0, "seconds one webhook or SMTP attempt may take"),
     "alert_max_attempts": (int, 5, "attempts to deliver an alert before giving up"),
     "alert_interval": (float, 5.0, "seconds between alert watchdog checks"),
+    # h-db: durable commits, bounded database waits, /health thresholds
+    "sqlite_synchronous": (
+        str,
+        "FULL",
+        "SQLite synchronous mode: FULL (an acknowledged write survives an OS crash) or NORMAL",
+    ),
+    "db_lock_timeout": (
+        float,
+        None,
+        "PostgreSQL: longest wait for a lock, seconds; default lease_seconds / 10",
+    ),
+    "db_statement_timeout": (
+        float,
+        None,
+        "PostgreSQL: longest statement, seconds; default lease_seconds / 3",
+    ),
+    "db_idle_in_transaction_timeout": (
+        float,
+        None,
+        "PostgreSQL: a session idle inside a transaction this long is ended and its locks "
+        "released, seconds; default lease_seconds / 10",
+    ),
+    "db_keepalive_seconds": (
+        float,
+        None,
+        "PostgreSQL: TCP keepalive idle time on both ends, seconds; default lease_seconds / 6",
+    ),
+    "health_min_free_mb": (
+        float,
+        100.0,
+        "/health fails when the disk of the state folder or SQLite file has less free space",
+    ),
 }
 
 
@@ -83,6 +115,13 @@ class Settings:
     alert_timeout: float
     alert_max_attempts: int
     alert_interval: float
+    # h-db: durable commits, bounded database waits, /health thresholds
+    sqlite_synchronous: str
+    db_lock_timeout: float | None
+    db_statement_timeout: float | None
+    db_idle_in_transaction_timeout: float | None
+    db_keepalive_seconds: float | None
+    health_min_free_mb: float
 
     @property
     def log_dir(self) -> str:

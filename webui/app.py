@@ -56,7 +56,9 @@ def create_app(
         SESSION_COOKIE_SAMESITE="Lax",
     )
     app.json.sort_keys = False  # type: ignore[attr-defined]
-    app.extensions[STORE_KEY] = store if store is not None else Store(settings.database_url)
+    app.extensions[STORE_KEY] = (
+        store if store is not None else Store(settings.database_url, settings=settings)
+    )
     app.extensions[SETTINGS_KEY] = settings
     app.extensions[CLOCK_KEY] = clock or SystemClock()
     app.config["LOGIN_REQUIRED"] = (

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -73,8 +74,16 @@ def open_store(settings: Settings) -> Any:
     from sqlalchemy import inspect
 
     from orchestrator.store import Store
+    from orchestrator.store.identity import record_database, refuse_lost_database, sqlite_path
 
-    store = Store(settings.database_url)
+    path = sqlite_path(settings.database_url)
+    if path is not None and not os.path.exists(path):  # do not create an empty file
+        refuse_lost_database(settings.state_dir, settings.database_url)
+        raise ConfigError(
+            f"no database at {path} yet: run 'orchestrator db upgrade' first "
+            "(or start 'orchestrator standalone')"
+        )
+    store = Store(settings.database_url, settings=settings)
     _opened.append(store)
     try:
         present = inspect(store.engine).has_table("dag_runs")
@@ -82,6 +91,7 @@ def open_store(settings: Settings) -> Any:
         raise ConfigError(f"cannot reach the database: {str(exc).splitlines()[0]}") from None
     if not present:
         raise ConfigError("the database has no schema yet: run 'orchestrator db upgrade' first")
+    record_database(settings.state_dir, settings.database_url)
     return store
 
 

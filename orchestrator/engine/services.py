@@ -22,6 +22,7 @@ from orchestrator.observability.alerts.delivery import start_alert_thread
 from orchestrator.settings import Settings
 from orchestrator.store import Store
 from orchestrator.store.db import upgrade
+from orchestrator.store.identity import record_database, refuse_lost_database
 
 log = logging.getLogger(__name__)
 
@@ -126,17 +127,34 @@ def _thread(name: str, target: Callable[..., None], *args: Any) -> threading.Thr
     return t
 
 
+def prepare_database(settings: Settings, *, new_database: bool = False) -> None:
+    """Create or migrate the schema, refusing to create a new SQLite database where the
+    state folder records that one existed (unless ``new_database``), and record it."""
+    if not new_database:
+        refuse_lost_database(settings.state_dir, settings.database_url)
+    upgrade(settings.database_url)
+    record_database(settings.state_dir, settings.database_url, created=new_database)
+
+
 def standalone(
-    settings: Settings, *, clock: Clock | None = None, stop: threading.Event | None = None
+    settings: Settings,
+    *,
+    clock: Clock | None = None,
+    stop: threading.Event | None = None,
+    new_database: bool = False,
 ) -> None:
-    """Scheduler, worker, DAG processor and web UI in one command, on SQLite by default."""
+    """Scheduler, worker, DAG processor and web UI in one command, on SQLite by default.
+
+    A SQLite file the state folder knows of but that is missing stops it with an error
+    (``new_database`` starts an empty one instead).
+    """
     from webui import create_app
     from webui.server import serve
 
     clock = clock or SystemClock()
     stop = stop or threading.Event()
-    upgrade(settings.database_url)
-    store = Store(settings.database_url)
+    prepare_database(settings, new_database=new_database)
+    store = Store(settings.database_url, settings=settings)
     store.db_clock = True
     processor = DagProcessor(store, settings)
     from orchestrator.engine.wakeup import WakeEvent

@@ -195,9 +195,9 @@ def test_every_get_route_leaves_the_database_unchanged(app, client, store, worke
     assert snapshot(store) == before
 
 
-def test_login_is_required_beyond_loopback(settings, store):
+def test_login_is_required_beyond_loopback(settings, store, clock, live_cluster):
     store.add_user("ada", "long enough password", START)
-    app = create_app(settings.with_(web_host="0.0.0.0"), store)
+    app = create_app(settings.with_(web_host="0.0.0.0"), store, clock=clock)
     client = app.test_client()
     assert client.get("/health").status_code == 200
     r = client.get("/dags/x")
