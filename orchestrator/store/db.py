@@ -95,7 +95,7 @@ class DbOptions:
             ("idle_in_transaction_session_timeout", self.idle_in_transaction_timeout),
         ):
             if value:
-                gucs.append((name, max(1, math.ceil(value * 1000))))
+                gucs.append((name, max(1, math.ceil(round(value * 1000, 3)))))
         args: dict[str, Any] = {}
         if self.keepalive_seconds:
             idle, interval, count = _keepalive(self.keepalive_seconds)

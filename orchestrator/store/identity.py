@@ -90,16 +90,16 @@ class FilePin:
                 self._pin()
                 return None
             problem = None
-            if os.fstat(self._fd).st_nlink == 0:
-                problem = f"the database file {self.path} was deleted while in use"
+            try:
+                st = os.stat(self.path)
+            except FileNotFoundError:
+                gone = os.fstat(self._fd).st_nlink == 0
+                problem = f"the database file {self.path} was " + (
+                    "deleted while in use" if gone else "moved away while in use"
+                )
             else:
-                try:
-                    st = os.stat(self.path)
-                except FileNotFoundError:
-                    problem = f"the database file {self.path} was moved away or deleted"
-                else:
-                    if (st.st_dev, st.st_ino) != self._ident:
-                        problem = f"the database file {self.path} was replaced by another file"
+                if (st.st_dev, st.st_ino) != self._ident:
+                    problem = f"the database file {self.path} was replaced by another file"
             if problem is not None:
                 self._problem = problem
                 log.critical(
