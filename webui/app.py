@@ -20,6 +20,7 @@ from orchestrator.clock import Clock, SystemClock
 from orchestrator.errors import ConfigError, NotFoundError, StateError
 from orchestrator.settings import Settings
 from orchestrator.store import Store
+from orchestrator.store.identity import DatabaseGoneError
 from webui import formatting
 from webui.current import CLOCK_KEY, SETTINGS_KEY, STORE_KEY
 from webui.secret import load_or_create_secret
@@ -85,6 +86,7 @@ def create_app(
     app.register_error_handler(NotFoundError, _not_found)
     app.register_error_handler(StateError, _conflict)
     app.register_error_handler(ConfigError, _bad_request)
+    app.register_error_handler(DatabaseGoneError, _database_gone)
     return app
 
 
@@ -119,3 +121,8 @@ def _conflict(exc: StateError) -> Any:
 
 def _bad_request(exc: ConfigError) -> Any:
     return _error(400, "Bad Request", str(exc))
+
+
+def _database_gone(exc: DatabaseGoneError) -> Any:
+    message = "the database was deleted or replaced while in use; nothing more is written"
+    return _error(503, "Service Unavailable", message + " (see the server log)")

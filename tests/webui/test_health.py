@@ -92,6 +92,16 @@ def test_health_fails_when_the_sqlite_file_is_deleted(client, database_url, stor
         store.register_worker("worker-2", "host", 2, ["default"], START)
 
 
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_actions_on_a_deleted_sqlite_file_are_refused_with_503(client, database_url, make_dag):
+    make_dag("etl")
+    token = client.get("/api/v1/csrf").get_json()["csrf_token"]
+    os.unlink(make_url(database_url).database)
+    r = client.post("/api/v1/dags/etl/runs", json={}, headers={"X-CSRF-Token": token})
+    assert r.status_code == 503
+    assert "deleted or replaced while in use" in r.get_json()["detail"]
+
+
 def test_health_fails_when_no_scheduler_ticks_and_no_worker_heartbeats(settings, store, clock):
     clock.set(START + timedelta(seconds=31))  # past the lease: the scheduler stopped renewing
     response = create_app(settings, store, clock=clock).test_client().get("/health")
