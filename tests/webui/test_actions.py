@@ -178,7 +178,9 @@ def test_every_action_refuses_a_missing_or_wrong_csrf_token(client, store, worke
     assert snapshot(store) == before
 
 
-def test_every_get_route_leaves_the_database_unchanged(app, client, store, worked_run):
+def test_every_get_route_leaves_the_database_unchanged(
+    app, client, store, worked_run, live_cluster
+):
     run = worked_run()
     store.record_import_error("/dags/bad.py", "SyntaxError", "TB", START)
     values = {"dag_id": "pipeline", "run_id": run.run_id, "task_id": "extract", "try_number": 1}
