@@ -21,7 +21,7 @@ from orchestrator.engine.worker import Worker
 from orchestrator.observability.alerts.delivery import start_alert_thread
 from orchestrator.settings import Settings
 from orchestrator.store import Store
-from orchestrator.store.db import upgrade
+from orchestrator.store.db import bounded_wait_ended, upgrade
 from orchestrator.store.identity import record_database, refuse_lost_database
 
 log = logging.getLogger(__name__)
@@ -45,8 +45,10 @@ def run_processor(
     stop: threading.Event,
     on_change: threading.Event | None = None,
 ) -> None:
-    """Scan the dags folder every ``parse_interval`` seconds until ``stop``."""
+    """Scan the dags folder every ``parse_interval`` seconds until ``stop``; a scan
+    that failed (the database refused a write) is tried again after a second."""
     while not stop.is_set():
+        pause = settings.parse_interval
         try:
             result = processor.scan(clock.now())
             if result.parsed:
@@ -59,9 +61,13 @@ def run_processor(
                 )
                 if on_change is not None:
                     on_change.set()
-        except Exception:
-            log.exception("scanning the dags folder failed; retrying")
-        stop.wait(settings.parse_interval)
+        except Exception as exc:
+            if bounded_wait_ended(exc):
+                log.warning("scanning the dags folder: %s; retrying", str(exc).splitlines()[0])
+            else:
+                log.exception("scanning the dags folder failed; retrying")
+            pause = min(pause, 1.0)
+        stop.wait(pause)
 
 
 def run_scheduler(

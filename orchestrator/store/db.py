@@ -60,6 +60,8 @@ class DbOptions:
     come from the lease (:meth:`from_settings`): a lock wait or an idle transaction
     lasts at most a tenth of it, a statement a third, and a dead peer is noticed by
     TCP keepalives in about a quarter, so nobody waits on a frozen process for long.
+    Floors (0.5 s, 5 s, 1 s) keep a very short lease (a test's) from cutting off
+    transactions that are merely slow on a loaded machine.
     """
 
     sqlite_synchronous: str = "FULL"
@@ -72,18 +74,18 @@ class DbOptions:
     def from_settings(cls, settings: Settings | None) -> DbOptions:
         lease = settings.lease_seconds if settings is not None else DEFAULT_LEASE_SECONDS
 
-        def pick(name: str, share: float) -> float:
+        def pick(name: str, share: float, floor: float) -> float:
             value = getattr(settings, name, None) if settings is not None else None
-            return float(value) if value else lease * share
+            return float(value) if value else max(lease * share, floor)
 
         return cls(
             sqlite_synchronous=(
                 settings.sqlite_synchronous if settings is not None else "FULL"
             ).upper(),
-            lock_timeout=pick("db_lock_timeout", 1 / 10),
-            statement_timeout=pick("db_statement_timeout", 1 / 3),
-            idle_in_transaction_timeout=pick("db_idle_in_transaction_timeout", 1 / 10),
-            keepalive_seconds=pick("db_keepalive_seconds", 1 / 6),
+            lock_timeout=pick("db_lock_timeout", 1 / 10, 0.5),
+            statement_timeout=pick("db_statement_timeout", 1 / 3, 5.0),
+            idle_in_transaction_timeout=pick("db_idle_in_transaction_timeout", 1 / 10, 0.5),
+            keepalive_seconds=pick("db_keepalive_seconds", 1 / 6, 1.0),
         )
 
     def postgres_connect_args(self, existing_options: str | None = None) -> dict[str, Any]:

@@ -85,7 +85,7 @@ def test_postgres_sessions_have_bounds_derived_from_the_lease(database_url):
     try:
         assert _show(store, "lock_timeout") == "1200ms"
         assert _show(store, "idle_in_transaction_session_timeout") == "1200ms"
-        assert _show(store, "statement_timeout") == "4s"
+        assert _show(store, "statement_timeout") == "5s"  # a third of it, but at least 5 s
         assert _show(store, "tcp_keepalives_idle") == "2"
     finally:
         store.dispose()
@@ -113,7 +113,7 @@ def test_a_session_frozen_in_a_transaction_loses_its_locks_and_the_waiter_retrie
     by the server after the idle bound; the scheduler's bounded lock waits end with a
     retryable error in the meantime, and its next tick goes through."""
     run_id = _run_with_queued_task(harness, write_dag)
-    tight = settings.with_(lease_seconds=3.0, heartbeat_seconds=1.0)  # bounds of 0.3 s
+    tight = settings.with_(lease_seconds=3.0, heartbeat_seconds=1.0)  # bounds of 0.5 s
     frozen = Store(database_url, settings=tight)
     waiter = Store(database_url, settings=tight.with_(db_lock_timeout=0.05))
     scheduler = Scheduler(waiter, harness.clock, tight, scheduler_id="waiting-scheduler")
@@ -246,3 +246,24 @@ def test_starting_refuses_to_create_a_database_where_one_was_recorded(settings, 
     prepare_database(settings, new_database=True)  # on purpose
     assert os.path.exists(path)
     prepare_database(settings)  # recorded and present: an ordinary start
+
+
+def test_a_scan_whose_save_failed_is_parsed_again(harness, write_dag, monkeypatch):
+    """A refused write (a lock timeout, an outage) must not make the processor believe
+    the file is stored: the next scan parses it again instead of waiting for an edit."""
+    write_dag("one.py", ONE_TASK)
+    real_save = harness.store.save_dags
+    calls = []
+
+    def failing_once(saves, now):
+        calls.append(len(saves))
+        if len(calls) == 1:
+            raise DBAPIError("INSERT ...", {}, Exception("canceling statement due to lock timeout"))
+        return real_save(saves, now)
+
+    monkeypatch.setattr(harness.store, "save_dags", failing_once)
+    with pytest.raises(DBAPIError):
+        harness.parse()
+    again = harness.parse()
+    assert (again.parsed, again.dags) == (1, 1)
+    assert [d.dag_id for d in harness.store.list_dags()] == ["one"]
