@@ -120,6 +120,38 @@ FIELDS: dict[str, tuple[type, Any, str]] = {
         100_000,
         "most runs one backfill may create, even with --yes: split bigger ranges",
     ),
+    # h-db: durable commits, bounded database waits, /health thresholds
+    "sqlite_synchronous": (
+        str,
+        "FULL",
+        "SQLite synchronous mode: FULL (an acknowledged write survives an OS crash) or NORMAL",
+    ),
+    "db_lock_timeout": (
+        float,
+        None,
+        "PostgreSQL: longest wait for a lock, seconds; default lease_seconds / 10",
+    ),
+    "db_statement_timeout": (
+        float,
+        None,
+        "PostgreSQL: longest statement, seconds; default lease_seconds / 3",
+    ),
+    "db_idle_in_transaction_timeout": (
+        float,
+        None,
+        "PostgreSQL: a session idle inside a transaction this long is ended and its locks "
+        "released, seconds; default lease_seconds / 10",
+    ),
+    "db_keepalive_seconds": (
+        float,
+        None,
+        "PostgreSQL: TCP keepalive idle time on both ends, seconds; default lease_seconds / 6",
+    ),
+    "health_min_free_mb": (
+        float,
+        100.0,
+        "/health fails when the disk of the state folder or SQLite file has less free space",
+    ),
 }
 
 
@@ -168,6 +200,13 @@ class Settings:
     web_login_window_seconds: float
     # h-cli: the hard limit of one backfill (issue 13, item 6)
     backfill_hard_max_runs: int
+    # h-db: durable commits, bounded database waits, /health thresholds
+    sqlite_synchronous: str
+    db_lock_timeout: float | None
+    db_statement_timeout: float | None
+    db_idle_in_transaction_timeout: float | None
+    db_keepalive_seconds: float | None
+    health_min_free_mb: float
 
     @property
     def log_dir(self) -> str:

@@ -1,8 +1,8 @@
 """The Flask application factory.
 
 >>> app = create_app(Settings.load())        # doctest: +SKIP
->>> app.test_client().get("/health").json    # doctest: +SKIP
-{'status': 'ok'}
+>>> app.test_client().get("/health").json["status"]  # doctest: +SKIP
+'ok'
 
 Nothing lives in module globals: the store sits in ``app.extensions`` (see
 :func:`get_store`), so a test builds exactly the app it needs.
@@ -20,6 +20,7 @@ from orchestrator.clock import Clock, SystemClock
 from orchestrator.errors import ConfigError, NotFoundError, StateError
 from orchestrator.settings import Settings
 from orchestrator.store import Store
+from orchestrator.store.identity import DatabaseGoneError
 
 from . import formatting, render
 from .current import CLOCK_KEY, LAYOUTS_KEY, SETTINGS_KEY, STORE_KEY
@@ -74,8 +75,9 @@ def create_app(
     )
     app.session_interface = SessionInterface()
     app.json.sort_keys = False  # type: ignore[attr-defined]
-    app.extensions[STORE_KEY] = store if store is not None else Store(settings.database_url)
-    app.extensions[STORE_KEY].max_conf_bytes = settings.max_conf_bytes
+    app.extensions[STORE_KEY] = (
+        store if store is not None else Store(settings.database_url, settings=settings)
+    )
     app.extensions[SETTINGS_KEY] = settings
     app.extensions[CLOCK_KEY] = clock or SystemClock()
     app.extensions[LAYOUTS_KEY] = Layouts()
@@ -108,6 +110,7 @@ def create_app(
     app.register_error_handler(NotFoundError, _not_found)
     app.register_error_handler(StateError, _conflict)
     app.register_error_handler(ConfigError, _bad_request)
+    app.register_error_handler(DatabaseGoneError, _database_gone)
     return app
 
 
@@ -154,3 +157,8 @@ def _conflict(exc: StateError) -> Any:
 
 def _bad_request(exc: ConfigError) -> Any:
     return _error(400, "Bad Request", str(exc))
+
+
+def _database_gone(exc: DatabaseGoneError) -> Any:
+    message = "the database was deleted or replaced while in use; nothing more is written"
+    return _error(503, "Service Unavailable", message + " (see the server log)")

@@ -13,7 +13,7 @@ fast with a million task instances in the store.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import NamedTuple
 
 from sqlalchemy import func, select, union_all
@@ -255,3 +255,41 @@ def ping(store: Store) -> None:
     """Raise if the database does not answer a trivial query."""
     with store.read() as conn:
         conn.execute(select(1)).scalar_one()
+
+
+@dataclass(frozen=True)
+class HealthFacts(Record):
+    """What ``/health`` judges the cluster by, read in one transaction."""
+
+    leader: str | None
+    lease_expires_at: datetime | None
+    workers_alive: int
+    last_worker_heartbeat: datetime | None
+
+
+def health_facts(store: Store, *, alive_since: datetime) -> HealthFacts:
+    """The leader lease, and the workers (not stopped) that heartbeated since ``alive_since``."""
+    from orchestrator.store.leader import LEASE_NAME
+
+    w = m.workers
+    with store.read() as conn:
+        lease = conn.execute(
+            select(m.scheduler_lease.c.holder, m.scheduler_lease.c.expires_at).where(
+                m.scheduler_lease.c.name == LEASE_NAME
+            )
+        ).first()
+        alive, last = conn.execute(
+            select(
+                func.count().filter(w.c.heartbeat_at >= alive_since), func.max(w.c.heartbeat_at)
+            ).where(w.c.stopped_at.is_(None))
+        ).one()
+    if last is not None and last.tzinfo is None:  # an aggregate skips the column's type
+        last = last.replace(tzinfo=UTC)
+    elif isinstance(last, str):
+        last = datetime.fromisoformat(last).replace(tzinfo=UTC)
+    return HealthFacts(
+        leader=lease.holder if lease is not None else None,
+        lease_expires_at=lease.expires_at if lease is not None else None,
+        workers_alive=int(alive or 0),
+        last_worker_heartbeat=last,
+    )

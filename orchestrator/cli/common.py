@@ -135,9 +135,16 @@ def open_store(settings: Settings) -> Any:
     from sqlalchemy import inspect
 
     from orchestrator.store import Store
+    from orchestrator.store.identity import record_database, refuse_lost_database, sqlite_path
 
-    store = Store(settings.database_url, max_lost_tries=settings.max_lost_tries)
-    store.max_conf_bytes = settings.max_conf_bytes
+    path = sqlite_path(settings.database_url)
+    if path is not None and not os.path.exists(path):  # do not create an empty file
+        refuse_lost_database(settings.state_dir, settings.database_url)
+        raise ConfigError(
+            f"no database at {path} yet: run 'orchestrator db upgrade' first "
+            "(or start 'orchestrator standalone')"
+        )
+    store = Store(settings.database_url, settings=settings)
     _opened.append(store)
     try:
         present = inspect(store.engine).has_table("dag_runs")
@@ -145,6 +152,7 @@ def open_store(settings: Settings) -> Any:
         raise ConfigError(f"cannot reach the database: {str(exc).splitlines()[0]}") from None
     if not present:
         raise ConfigError("the database has no schema yet: run 'orchestrator db upgrade' first")
+    record_database(settings.state_dir, settings.database_url)
     return store
 
 

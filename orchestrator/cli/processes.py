@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import threading
 from typing import Any
 
@@ -18,6 +19,11 @@ def register(sub: Any, parents: Parents) -> None:
     p.add_argument("--host", default=None, help="web UI address (default 127.0.0.1)")
     p.add_argument("--port", type=whole(1, 65535), default=None, help="web UI port (default 8080)")
     p.add_argument("--concurrency", type=whole(1, 4096), default=None, help="task processes")
+    p.add_argument(
+        "--new-database",
+        action="store_true",
+        help="start an empty database even where the state folder records that one existed",
+    )
     p.set_defaults(handler=cmd_standalone, long_running=True)
 
     db = sub.add_parser("db", help="the metadata database").add_subparsers(
@@ -26,6 +32,9 @@ def register(sub: Any, parents: Parents) -> None:
     parents.add(db, "upgrade", "create or migrate the schema to the latest version").set_defaults(
         handler=cmd_db
     )
+    parents.add(
+        db, "init", "create a new, empty database (also where a lost one was recorded)"
+    ).set_defaults(handler=cmd_db_init)
     p = parents.add(db, "clean", "delete finished runs older than an age, logs included",
                     json_output=True)  # fmt: skip
     p.add_argument("--older-than", required=True, help="age like 90d, 12h, 4w")
@@ -50,16 +59,40 @@ def cmd_standalone(args: argparse.Namespace, settings: Settings) -> int:
 
     stop = threading.Event()
     install_stop_handlers(stop)
-    standalone(settings, stop=stop)
+    standalone(settings, stop=stop, new_database=args.new_database)
     return 0
 
 
 def cmd_db(args: argparse.Namespace, settings: Settings) -> int:
-    from orchestrator.engine.services import _safe_url
-    from orchestrator.store.db import upgrade
+    from orchestrator.engine.services import _safe_url, prepare_database
 
-    upgrade(settings.database_url)
+    prepare_database(settings)
     print(f"database {_safe_url(settings.database_url)} is at the latest schema version")
+    return 0
+
+
+def cmd_db_init(args: argparse.Namespace, settings: Settings) -> int:
+    """A new database; refused where one with a schema already is (that is 'upgrade')."""
+    from sqlalchemy import inspect
+
+    from orchestrator.engine.services import _safe_url, prepare_database
+    from orchestrator.store.db import make_engine
+    from orchestrator.store.identity import sqlite_path
+
+    path = sqlite_path(settings.database_url)
+    if path is None or os.path.exists(path):
+        engine = make_engine(settings.database_url)
+        try:
+            present = inspect(engine).has_table("dag_runs")
+        finally:
+            engine.dispose()
+        if present:
+            raise ConfigError(
+                f"database {_safe_url(settings.database_url)} already exists: "
+                "'orchestrator db upgrade' migrates it; delete it first to start over"
+            )
+    prepare_database(settings, new_database=True)
+    print(f"created a new database {_safe_url(settings.database_url)}")
     return 0
 
 

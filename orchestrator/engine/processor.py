@@ -64,6 +64,7 @@ class DagProcessor:
         owners = self.store.dags_by_file()
         owner_of = {dag_id: f for f, ids in owners.items() for dag_id in ids}
         changed = []
+        seen: dict[str, tuple[int, int]] = {}  # remembered once stored: a failed save retries
         for path in files:
             try:
                 st = os.stat(path)
@@ -72,7 +73,7 @@ class DagProcessor:
             sig = (st.st_mtime_ns, st.st_size)
             if force or self._seen.get(path) != sig or self._clash_resolved(path, owner_of):
                 changed.append(path)
-                self._seen[path] = sig
+                seen[path] = sig
         results = self._parse_all(changed)
         for path in changed:  # a dag_id a changed file dropped is free for another file
             if "dags" in results[path]:
@@ -122,6 +123,7 @@ class DagProcessor:
         self.store.record_import_errors(errors, now)
         self.store.clear_import_errors(good)
         self.store.save_dags(saves, now)
+        self._seen.update(seen)
         for path in good:
             kept = {d["dag_id"] for d in results[path]["dags"]}
             gone = [  # ...unless another file took it over in this scan

@@ -26,6 +26,8 @@ from orchestrator.clock import Clock
 from orchestrator.scheduling.misfire import data_intervals, plan
 from orchestrator.settings import Settings
 from orchestrator.store import Store
+from orchestrator.store.db import bounded_wait_ended
+from orchestrator.store.identity import DatabaseGoneError
 from orchestrator.store.run_progress import Started
 
 log = logging.getLogger(__name__)
@@ -79,8 +81,13 @@ class Scheduler:
         self.batch = batch
         self.lease_ttl = timedelta(seconds=settings.lease_seconds)
         self._renewed: tuple[float, datetime] | None = None  # (monotonic, clock) of renewal
+        self._gone_logged = float("-inf")  # monotonic time the lost database was reported
 
     def tick(self, now: datetime) -> TickResult:
+        problem = self.store.identity_problem()  # a deleted SQLite file: act no more
+        if problem is not None:
+            self._renewed = None
+            raise DatabaseGoneError(f"{problem}; the scheduler stopped writing")
         asked = self._lease(now)
         if asked is None:
             return TickResult(leader=False)
@@ -205,8 +212,16 @@ class Scheduler:
         while not stop.is_set():
             try:
                 result = self.tick(self.clock.now())
-            except Exception:
-                log.exception("scheduler tick failed; retrying")
+            except DatabaseGoneError as exc:  # loud, once a lease length, never a tight loop
+                if time.monotonic() - self._gone_logged >= self.settings.lease_seconds:
+                    self._gone_logged = time.monotonic()
+                    log.critical("%s (restore the file and restart)", exc)
+                result = TickResult(leader=False)
+            except Exception as exc:
+                if bounded_wait_ended(exc):  # a lock held by a frozen process: go on
+                    log.warning("scheduler tick: %s; retrying", str(exc).splitlines()[0])
+                else:
+                    log.exception("scheduler tick failed; retrying")
                 result = TickResult(leader=False)
             if result.busy:
                 continue

@@ -25,7 +25,8 @@ from orchestrator.engine.worker import Worker
 from orchestrator.observability.alerts.delivery import start_alert_thread
 from orchestrator.settings import Settings
 from orchestrator.store import Store
-from orchestrator.store.db import upgrade
+from orchestrator.store.db import bounded_wait_ended, upgrade
+from orchestrator.store.identity import record_database, refuse_lost_database
 
 log = logging.getLogger(__name__)
 
@@ -69,8 +70,10 @@ def run_processor(
     stop: threading.Event,
     on_change: threading.Event | None = None,
 ) -> None:
-    """Scan the dags folder every ``parse_interval`` seconds until ``stop``."""
+    """Scan the dags folder every ``parse_interval`` seconds until ``stop``; a scan
+    that failed (the database refused a write) is tried again after a second."""
     while not stop.is_set():
+        pause = settings.parse_interval
         try:
             result = processor.scan(clock.now())
             if result.parsed:
@@ -83,9 +86,13 @@ def run_processor(
                 )
                 if on_change is not None:
                     on_change.set()
-        except Exception:
-            log.exception("scanning the dags folder failed; retrying")
-        stop.wait(settings.parse_interval)
+        except Exception as exc:
+            if bounded_wait_ended(exc):
+                log.warning("scanning the dags folder: %s; retrying", str(exc).splitlines()[0])
+            else:
+                log.exception("scanning the dags folder failed; retrying")
+            pause = min(pause, 1.0)
+        stop.wait(pause)
 
 
 def run_scheduler(
@@ -151,15 +158,32 @@ def _thread(name: str, target: Callable[..., None], *args: Any) -> threading.Thr
     return t
 
 
+def prepare_database(settings: Settings, *, new_database: bool = False) -> None:
+    """Create or migrate the schema, refusing to create a new SQLite database where the
+    state folder records that one existed (unless ``new_database``), and record it."""
+    if not new_database:
+        refuse_lost_database(settings.state_dir, settings.database_url)
+    upgrade(settings.database_url)
+    record_database(settings.state_dir, settings.database_url, created=new_database)
+
+
 def standalone(
-    settings: Settings, *, clock: Clock | None = None, stop: threading.Event | None = None
+    settings: Settings,
+    *,
+    clock: Clock | None = None,
+    stop: threading.Event | None = None,
+    new_database: bool = False,
 ) -> None:
-    """Scheduler, worker, DAG processor and web UI in one command, on SQLite by default."""
+    """Scheduler, worker, DAG processor and web UI in one command, on SQLite by default.
+
+    A SQLite file the state folder knows of but that is missing stops it with an error
+    (``new_database`` starts an empty one instead).
+    """
     create_app, serve = web_ui().create_app, web_ui("server").serve
     clock = clock or SystemClock()
     stop = stop or threading.Event()
-    upgrade(settings.database_url)
-    store = Store(settings.database_url, max_lost_tries=settings.max_lost_tries)
+    prepare_database(settings, new_database=new_database)
+    store = Store(settings.database_url, settings=settings)
     store.db_clock = True
     processor = DagProcessor(store, settings)
     from orchestrator.engine.wakeup import WakeEvent

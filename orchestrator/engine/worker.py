@@ -32,6 +32,8 @@ from orchestrator.engine.runner import task_child
 from orchestrator.engine.taskenv import EnvPolicy
 from orchestrator.settings import Settings
 from orchestrator.store import Store
+from orchestrator.store.db import bounded_wait_ended
+from orchestrator.store.identity import DatabaseGoneError
 from orchestrator.store.records import Claim
 from orchestrator.store.task_store import idempotency_key
 
@@ -480,6 +482,7 @@ class Worker:
         except Exception:  # noqa: BLE001 - the loop retries registering
             log.exception("worker start-up failed; retrying in the loop")
         self.ready.set()
+        gone_logged = float("-inf")  # monotonic time a lost database was last reported
         while not stop.is_set():
             try:
                 if self.wake.is_set() or _pending(self.wake):  # released: claim at once
@@ -501,7 +504,15 @@ class Worker:
                     )
                 elif not self._claim_hint:
                     self.wake.wait(poll)
-            except Exception:
+            except DatabaseGoneError as exc:
+                if time.monotonic() - gone_logged >= self.settings.lease_seconds:
+                    gone_logged = time.monotonic()
+                    log.critical("%s: the worker records nothing more", exc)
+                stop.wait(1.0)
+            except Exception as exc:
+                if bounded_wait_ended(exc):  # a lock held by a frozen process: go on now
+                    log.warning("worker round: %s; retrying", str(exc).splitlines()[0])
+                    continue
                 log.exception("worker tick failed; retrying")
                 stop.wait(1.0)
         self.drain()

@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from sqlalchemy import Connection, Engine, insert, select
 
 from orchestrator.store import models as m
-from orchestrator.store.db import make_engine
+from orchestrator.store.db import DbOptions, make_engine
+from orchestrator.store.identity import DatabaseGoneError, FilePin, sqlite_path
+
+if TYPE_CHECKING:
+    from orchestrator.settings import Settings
 
 DEFAULT_MAX_LOST_TRIES = 2  # the setting ORCHESTRATOR_MAX_LOST_TRIES's default
 
@@ -19,6 +26,10 @@ class StoreBase:
     ``max_lost_tries`` is the bound on tries lost to infrastructure that do not count
     against a task's retries, for tasks whose DAG file sets none (the setting
     ``ORCHESTRATOR_MAX_LOST_TRIES``).
+
+    ``settings`` (or ``options``) shape the sessions: SQLite durability and the
+    PostgreSQL wait bounds derived from the lease (:class:`~orchestrator.store.db.DbOptions`);
+    without them the defaults for a 30 s lease apply.
     """
 
     def __init__(
@@ -26,12 +37,21 @@ class StoreBase:
         url: str,
         *,
         engine: Engine | None = None,
-        max_lost_tries: int = DEFAULT_MAX_LOST_TRIES,
+        settings: Settings | None = None,
+        options: DbOptions | None = None,
+        max_lost_tries: int | None = None,
     ) -> None:
         self.url = url
+        self.options = options or DbOptions.from_settings(settings)
+        self.engine = engine or make_engine(url, options=self.options)
+        if max_lost_tries is None:
+            max_lost_tries = settings.max_lost_tries if settings else DEFAULT_MAX_LOST_TRIES
         self.max_lost_tries = max_lost_tries
-        self.engine = engine or make_engine(url)
+        if settings is not None:
+            self.max_conf_bytes = settings.max_conf_bytes
         self.dialect = self.engine.dialect.name
+        path = sqlite_path(url) if self.dialect == "sqlite" else None
+        self._pin = FilePin(path) if path is not None else None
         self._specs: dict[str, object] = {}
         # judge the leader lease by the database's clock (real deployments), not the
         # caller's `now` (tests with a fake clock)
@@ -41,11 +61,42 @@ class StoreBase:
     def is_postgres(self) -> bool:
         return self.dialect == "postgresql"
 
+    def identity_problem(self) -> str | None:
+        """None while the database is the one this store opened; else what happened to
+        it (a SQLite file deleted or replaced). Two system calls: cheap enough to run
+        before every write."""
+        return self._pin.check() if self._pin is not None else None
+
     @contextmanager
     def write(self) -> Iterator[Connection]:
-        """A write transaction (``BEGIN IMMEDIATE`` on SQLite), committed on success."""
+        """A write transaction (``BEGIN IMMEDIATE`` on SQLite), committed on success.
+
+        Refused (:class:`DatabaseGoneError`) once the database file was deleted or
+        replaced under this process: writing on would only lose more.
+        """
+        problem = self.identity_problem()
+        if problem is not None:
+            raise DatabaseGoneError(f"{problem}; writing stopped")
         with self.engine.begin() as conn:
             yield conn
+
+    def probe_write(self) -> None:
+        """Prove the database takes a write now, changing nothing: insert a row in a
+        write transaction and roll it back (fails on a read-only database, a read-only
+        file system or a standby; SQLite takes its write lock)."""
+        with self.engine.connect() as conn:
+            tx = conn.begin()
+            try:
+                conn.execute(
+                    insert(m.scheduler_lease).values(
+                        name=f"health-probe-{uuid.uuid4().hex[:12]}",
+                        holder="health",
+                        epoch=0,
+                        expires_at=datetime.fromtimestamp(0, UTC),
+                    )
+                )
+            finally:
+                tx.rollback()
 
     @contextmanager
     def read(self) -> Iterator[Connection]:
@@ -55,6 +106,8 @@ class StoreBase:
 
     def dispose(self) -> None:
         self.engine.dispose()
+        if self._pin is not None:
+            self._pin.close()
 
 
 def record_event(

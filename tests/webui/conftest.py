@@ -172,3 +172,11 @@ def worked_run(store: Store, settings: Settings) -> Callable[..., Any]:
         return store.get_run(run.run_id)
 
     return make
+
+
+@pytest.fixture
+def live_cluster(store: Store) -> None:
+    """A scheduler holding the leader lease and a worker that just heartbeated (at START,
+    the app's fake now), as /health wants them."""
+    assert store.acquire_leadership("scheduler-1", START, timedelta(seconds=30)) == 1
+    store.register_worker("worker-1", "host", 1, ["default"], START)

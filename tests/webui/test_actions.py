@@ -196,7 +196,9 @@ def test_every_action_refuses_a_missing_or_wrong_csrf_token(client, store, worke
     assert snapshot(store) == before
 
 
-def test_every_get_route_leaves_the_database_unchanged(app, client, store, worked_run):
+def test_every_get_route_leaves_the_database_unchanged(
+    app, client, store, worked_run, live_cluster
+):
     run = worked_run()
     store.record_import_error("/dags/bad.py", "SyntaxError", "TB", START)
     values = {"dag_id": "pipeline", "run_id": run.run_id, "task_id": "extract", "try_number": 1}
@@ -214,9 +216,9 @@ def test_every_get_route_leaves_the_database_unchanged(app, client, store, worke
     stored_layouts_are_the_versions_own(store)
 
 
-def test_login_is_required_beyond_loopback(settings, store):
+def test_login_is_required_beyond_loopback(settings, store, clock, live_cluster):
     store.add_user("ada", "long enough password", START)
-    app = create_app(settings.with_(web_host="0.0.0.0"), store)
+    app = create_app(settings.with_(web_host="0.0.0.0"), store, clock=clock)
     client = app.test_client()
     assert client.get("/health").status_code == 200
     r = client.get("/dags/x")
