@@ -10,6 +10,7 @@ import pytest
 from conftest import START, build_shell_dag  # noqa: I001  (tests/webui/conftest.py)
 from test_actions import snapshot
 
+from orchestrator.store import Store
 from webui import create_app
 
 # -- item 7: DNS rebinding: the Host allow-list ------------------------------------------
@@ -87,7 +88,7 @@ def test_configured_names_and_the_bound_address_are_answered(settings, store):
         assert client.get("/api/v1/dags", headers={"Host": host}).status_code == 400, host
 
 
-def test_health_answers_probes_by_any_host(client):
+def test_health_answers_probes_by_any_host(client, live_cluster):
     assert client.get("/health", headers={"Host": "10.0.0.7:8080"}).status_code == 200
 
 
@@ -417,8 +418,10 @@ def test_a_large_conf_is_refused_and_not_echoed(client, store, csrf):
 
 
 def test_max_conf_bytes_is_a_setting(settings, store, clock):
+    limited = settings.with_(max_conf_bytes=100)
+    store = Store(store.url, settings=limited)  # the limit travels with the store's settings
     store.save_dag(build_shell_dag("pipeline", params={"target": "x", "extra": None}), START)
-    app = create_app(settings.with_(max_conf_bytes=100), store, clock=clock)
+    app = create_app(limited, store, clock=clock)
     client = app.test_client()
     token = client.get("/api/v1/csrf").get_json()["csrf_token"]
     h = {"X-CSRF-Token": token}
@@ -426,6 +429,7 @@ def test_max_conf_bytes_is_a_setting(settings, store, clock):
     assert r.status_code == 400 and "100-byte limit" in r.get_json()["detail"]
     r = client.post("/api/v1/dags/pipeline/runs", json={"conf": {"extra": "A" * 50}}, headers=h)
     assert r.status_code == 201
+    store.dispose()
 
 
 def test_request_bodies_beyond_the_cap_are_413_before_parsing(settings, store):
