@@ -47,7 +47,7 @@ def run_processor(
     """Scan the dags folder every ``parse_interval`` seconds until ``stop``."""
     while not stop.is_set():
         try:
-            result = processor.scan(clock.now())
+            result = processor.scan(clock.now(), stop=stop)
             if result.parsed:
                 log.info(
                     "parsed %d file(s): %d DAG(s), %d import error(s), %d removed",
@@ -78,7 +78,7 @@ def run_scheduler(
     wake = threading.Event()
     notifier = wakeup.Notifier(store.url)
     listener = wakeup.Listener(store.url, {wakeup.FINISHED: wake}).start()
-    processor = DagProcessor(store, settings)
+    processor = DagProcessor(store, settings, on_stored=wake.set)  # wake per file, not per scan
     _thread("processor", run_processor, processor, clock, settings, stop, wake)
     start_alert_thread(store, clock, settings, stop)  # alerts never run in the tick
     scheduler = Scheduler(
@@ -138,16 +138,14 @@ def standalone(
     upgrade(settings.database_url)
     store = Store(settings.database_url)
     store.db_clock = True
-    processor = DagProcessor(store, settings)
     from orchestrator.engine.wakeup import WakeEvent
 
     sched_wake, worker_wake = threading.Event(), WakeEvent()
+    # the first scan runs in the processor thread beside the scheduler: a file that hangs
+    # until parse_timeout holds back neither the other files' DAGs nor the scheduler
+    processor = DagProcessor(store, settings, on_stored=sched_wake.set)
     scheduler = Scheduler(store, clock, settings, wake=sched_wake, on_release=worker_wake)
     worker = Worker(store, clock, settings, wake=worker_wake, on_finish=sched_wake)
-    first = processor.scan(clock.now())
-    log.info(
-        "parsed %d file(s): %d DAG(s), %d import error(s)", first.parsed, first.dags, first.errors
-    )
     threads = [
         _thread("processor", run_processor, processor, clock, settings, stop, sched_wake),
         _thread("scheduler", scheduler.run_forever, stop),
