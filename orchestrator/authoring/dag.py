@@ -42,7 +42,10 @@ from orchestrator.scheduling.retry import RetryPolicy
 from orchestrator.scheduling.schedule import Schedule, ScheduleError, parse_schedule
 from orchestrator.scheduling.trigger_rules import TriggerRule
 
-ID_PATTERN = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]{0,249}$")
+# every id (dag, task, queue, pool): 1-250 ASCII letters, digits, '_', '.', '-', not
+# starting with '.' or '-'; matched whole (fullmatch), so no trailing newline slips through
+ID_PATTERN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]{0,249}")
+ID_RULE = "1 to 250 letters, digits, '_', '.' or '-', not starting with '.' or '-'"
 MISFIRE_POLICIES = ("backfill", "coalesce", "skip")
 OVERLAP_POLICIES = ("queue", "skip", "allow", "replace", "buffer_one")
 
@@ -68,10 +71,8 @@ def _fail(message: str, where: tuple[str | None, int | None] | None = None) -> D
 
 
 def _check_id(kind: str, value: Any, where: tuple[str | None, int | None]) -> str:
-    if not isinstance(value, str) or not ID_PATTERN.match(value):
-        raise _fail(
-            f"invalid {kind} {value!r}: use letters, digits, '_', '.', '-' (at most 250)", where
-        )
+    if not isinstance(value, str) or not ID_PATTERN.fullmatch(value):
+        raise _fail(f"invalid {kind} {value!r}: an id is {ID_RULE}", where)
     return value
 
 
@@ -274,8 +275,10 @@ class DAG:
 
     ``schedule`` is a cron string (5 fields, or 6 with seconds last), a preset
     (``@hourly``, ``@daily``...), a ``timedelta``, ``"@once"`` or ``None`` (manual
-    only), always evaluated in ``timezone``. A naive ``start_date`` is read in that
-    timezone when ``timezone`` is given explicitly, and is an error otherwise.
+    only), always evaluated in ``timezone`` (UTC when not given). A naive
+    ``start_date`` or ``end_date`` (no tzinfo) is read in ``timezone``, so
+    ``datetime(2026, 1, 1)`` is midnight UTC unless ``timezone=`` says otherwise
+    (Airflow's rule); an aware one keeps its own zone.
     """
 
     def __init__(
@@ -319,14 +322,13 @@ class DAG:
             json.dumps(self.params)
         except TypeError as exc:
             raise _fail(f"DAG {dag_id!r}: params must be JSON-serialisable: {exc}", where) from None
-        explicit_tz = timezone is not None
         self.timezone = timezone or "UTC"
         try:
             zone = ZoneInfo(self.timezone)
         except (ZoneInfoNotFoundError, ValueError, TypeError):
             raise _fail(f"DAG {dag_id!r}: unknown timezone {self.timezone!r}", where) from None
-        self.start_date = self._aware(dag_id, "start_date", start_date, zone, explicit_tz, where)
-        self.end_date = self._aware(dag_id, "end_date", end_date, zone, explicit_tz, where)
+        self.start_date = self._aware(dag_id, "start_date", start_date, zone, where)
+        self.end_date = self._aware(dag_id, "end_date", end_date, zone, where)
         if misfire not in MISFIRE_POLICIES:
             raise _fail(
                 f"DAG {dag_id!r}: misfire must be one of {MISFIRE_POLICIES}, got {misfire!r}", where
@@ -389,21 +391,14 @@ class DAG:
         name: str,
         value: datetime | None,
         zone: ZoneInfo,
-        explicit_tz: bool,
         where: Any,
     ) -> datetime | None:
+        """``value`` made aware: a naive datetime is wall time in the DAG's zone."""
         if value is None:
             return None
         if not isinstance(value, datetime):
             raise _fail(f"DAG {dag_id!r}: {name} must be a datetime, got {value!r}", where)
-        if value.tzinfo is None:
-            if not explicit_tz:
-                raise _fail(
-                    f"DAG {dag_id!r}: {name} {value.isoformat()} is naive (no tzinfo): give it "
-                    f"a tzinfo, e.g. datetime(..., tzinfo=UTC), or pass timezone= to read it "
-                    f"in that zone",
-                    where,
-                )
+        if value.tzinfo is None or value.utcoffset() is None:
             value = value.replace(tzinfo=zone)
         return value
 

@@ -75,7 +75,7 @@ def run_processor(
     while not stop.is_set():
         pause = settings.parse_interval
         try:
-            result = processor.scan(clock.now())
+            result = processor.scan(clock.now(), stop=stop)
             if result.parsed:
                 log.info(
                     "parsed %d file(s): %d DAG(s), %d import error(s), %d removed",
@@ -110,7 +110,7 @@ def run_scheduler(
     wake = threading.Event()
     notifier = wakeup.Notifier(store.url)
     listener = wakeup.Listener(store.url, {wakeup.FINISHED: wake}).start()
-    processor = DagProcessor(store, settings)
+    processor = DagProcessor(store, settings, on_stored=wake.set)  # wake per file, not per scan
     _thread("processor", run_processor, processor, clock, settings, stop, wake)
     start_alert_thread(store, clock, settings, stop)  # alerts never run in the tick
     scheduler = Scheduler(
@@ -185,16 +185,14 @@ def standalone(
     prepare_database(settings, new_database=new_database)
     store = Store(settings.database_url, settings=settings)
     store.db_clock = True
-    processor = DagProcessor(store, settings)
     from orchestrator.engine.wakeup import WakeEvent
 
     sched_wake, worker_wake = threading.Event(), WakeEvent()
+    # the first scan runs in the processor thread beside the scheduler: a file that hangs
+    # until parse_timeout holds back neither the other files' DAGs nor the scheduler
+    processor = DagProcessor(store, settings, on_stored=sched_wake.set)
     scheduler = Scheduler(store, clock, settings, wake=sched_wake, on_release=worker_wake)
     worker = Worker(store, clock, settings, wake=worker_wake, on_finish=sched_wake)
-    first = processor.scan(clock.now())
-    log.info(
-        "parsed %d file(s): %d DAG(s), %d import error(s)", first.parsed, first.dags, first.errors
-    )
     threads = [
         _thread("processor", run_processor, processor, clock, settings, stop, sched_wake),
         _thread("scheduler", scheduler.run_forever, stop),

@@ -5,9 +5,15 @@ schedule cursor up to ``now`` and decides, per policy:
 
 * ``backfill``: a run for every due fire time, oldest first (at most ``batch`` per call);
 * ``coalesce``: one run, for the latest due fire time; the others are recorded as coalesced;
-* ``skip``: runs only for fire times within ``misfire_grace`` of now; older ones are skipped.
+* ``skip``: at most one run, for the latest due fire time and only if it is within
+  ``misfire_grace`` of now; every other due fire time is skipped.
 
-Fire times older than ``catchup_window`` are never run, whatever the policy.
+Under ``coalesce`` and ``skip``, however many fire times are already due when the
+scheduler decides (a new minutely DAG with a start date in the past, a scheduler back
+after a pause), they give at most one run: 2,000 new minutely ``skip`` DAGs make at
+most 2,000 runs at start-up, not one per fire time inside the grace. Only
+``backfill`` keeps every one. Fire times older than ``catchup_window`` are never run,
+whatever the policy.
 
 >>> from datetime import UTC, datetime, timedelta
 >>> from orchestrator.scheduling.schedule import parse_schedule
@@ -91,8 +97,9 @@ def plan(
             )
         return Plan([latest], new_cursor, decisions)
 
-    # skip: only fire times noticed within the grace period run
-    keep = [t for t in schedule.fire_times(max(cursor, now - grace), now) if now - t <= grace]
+    # skip: the latest due fire time runs if it is noticed within the grace; the rest
+    # of what is due (inside the grace or not) is skipped, so at most one run
+    keep = [latest] if now - latest <= grace else []
     if not keep or keep[0] > cursor:
         until = keep[0] if keep else new_cursor
         decisions.append(

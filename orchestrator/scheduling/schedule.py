@@ -18,9 +18,11 @@ timezone, with these DST rules:
   gap: ``0 2 * * *`` Europe/Berlin fires 2026-03-29 at 03:00 CEST (01:00 UTC), once;
 * a repeated local time (fall back) fires once, at its first occurrence (fold=0):
   ``30 2 * * *`` fires 2026-10-25 at 02:30 CEST (00:30 UTC) only;
-* except when the hour field matches every hour (``*``, ``*/1``, ``0-23``): then the
+* except when the hour field matches every hour (``*``, ``*/1``, ``0-23``): then a
+  nonexistent local time is skipped (``7 * * * *`` Europe/London fires 2025-03-30 at
+  00:07 GMT and 02:07 BST, not also at 02:00 BST, as croniter and dagster do) and the
   repeated hour fires again (``0 * * * *`` fires at 02:00 CEST and 02:00 CET), so
-  hourly/minutely crons fire every real hour/minute, without gaps or duplicates.
+  hourly/minutely crons fire every real hour/minute, without duplicates.
 
 Fire times are strictly increasing; no UTC instant is returned twice.
 """
@@ -192,7 +194,7 @@ class Schedule:
 
         Wall times are mapped to UTC by two monotone mappings (fold=0 and fold=1,
         a nonexistent time going to the end of its gap); the fold=1 one only for
-        every-hour crons.  The croniter start is chosen so that nothing is missed
+        every-hour crons, which skip nonexistent times instead.  The croniter start is chosen so that nothing is missed
         near a fold; the few extra candidates are skipped.
         """
         assert self.expr is not None
@@ -202,8 +204,9 @@ class Schedule:
         wall = bound.replace(tzinfo=None) + (max(offsets) if reverse else min(offsets))
         whole = wall.replace(microsecond=0)
         wall = whole + _SEC if reverse and whole != wall else whole
-        folds = (0, 1) if _every_hour(self.expr) else (0,)
-        streams = [_wall_stream(self.expr, tz, wall, f, reverse) for f in folds]
+        every_hour = _every_hour(self.expr)
+        folds = (0, 1) if every_hour else (0,)
+        streams = [_wall_stream(self.expr, tz, wall, f, reverse, every_hour) for f in folds]
         last: datetime | None = None
         for t in heapq.merge(*streams, reverse=reverse):
             if (t >= bound if reverse else t <= bound) or t == last:
@@ -213,8 +216,10 @@ class Schedule:
 
 
 def _wall_stream(
-    expr: str, tz: ZoneInfo, wall: datetime, fold: int, reverse: bool
+    expr: str, tz: ZoneInfo, wall: datetime, fold: int, reverse: bool, skip_gap: bool
 ) -> Iterator[datetime]:
+    """croniter's wall times from ``wall`` as UTC instants; ``skip_gap`` drops the wall
+    times a spring-forward gap removes instead of moving them to its end."""
     it = croniter(expr, wall)
     step = it.get_prev if reverse else it.get_next
     while True:
@@ -222,7 +227,11 @@ def _wall_stream(
             w = step(datetime)
         except CroniterBadDateError:
             return
-        yield to_utc(w, tz, fold)
+        t = w.replace(tzinfo=tz, fold=fold).astimezone(UTC)
+        if t.astimezone(tz).replace(tzinfo=None) == w:
+            yield t
+        elif not skip_gap:  # a wall time in a gap: the end of the gap
+            yield to_utc(w, tz, fold)
 
 
 def to_utc(wall: datetime, tz: ZoneInfo, fold: int = 0) -> datetime:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import textwrap
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -156,14 +156,27 @@ BROKEN: dict[str, tuple[str, list[str]]] = {
         ),
         ["bad_timezone.py:{line}: DAG 'bad_timezone': unknown timezone 'Europe/Atlantis'"],
     ),
-    "naive_start.py": (
+    # (a naive start_date used to be an error here; it is now read in the DAG's timezone,
+    # see test_a_naive_start_date_is_read_in_the_dags_timezone)
+    "id_with_newline.py": (
         TZ_DAG
         + textwrap.dedent(
             """
-        DAG("naive_start", schedule="@daily", start_date=datetime(2026, 1, 1))  # <- here
+        with DAG("nl_id\\n") as dag:  # <- here
+            pass
         """
         ),
-        ["naive_start.py:{line}: DAG 'naive_start': start_date 2026-01-01T00:00:00 is naive"],
+        ["id_with_newline.py:{line}: invalid dag_id 'nl_id\\n'"],
+    ),
+    "task_id_with_newline.py": (
+        TZ_DAG
+        + textwrap.dedent(
+            """
+        with DAG("fine") as dag:
+            dag.shell("t\\n", "true")  # <- here
+        """
+        ),
+        ["task_id_with_newline.py:{line}: invalid task_id 't\\n'"],
     ),
     "end_before_start.py": (
         TZ_DAG
@@ -454,3 +467,30 @@ def test_a_deleted_files_dag_becomes_inactive_and_gets_no_new_runs(harness, writ
     runs = harness.store.list_runs("hourly")
     assert len(runs) == 3  # the missed hours coalesce into one run for the latest
     assert runs[0].logical_date == harness.clock.now().replace(minute=0, second=0)
+
+
+def test_a_naive_start_date_is_read_in_the_dags_timezone(harness, write_dag):
+    # written the way Airflow, Dagster and Prefect tutorials write it; this file used to
+    # be an import error ("start_date ... is naive")
+    write_dag(
+        "airflow_style.py",
+        """
+        from datetime import datetime
+        from orchestrator import DAG
+
+        with DAG("airflow_style", schedule="@daily", start_date=datetime(2026, 1, 1)) as dag:
+            dag.shell("t", "true")
+
+        with DAG("berlin_style", schedule="@daily", timezone="Europe/Berlin",
+                 start_date=datetime(2026, 1, 1)) as dag:
+            dag.shell("t", "true")
+        """,
+    )
+    result = harness.parse()
+    assert (result.dags, result.errors) == (2, 0) and harness.store.import_errors() == []
+    harness.clock.set(datetime(2026, 1, 1, 0, 30, tzinfo=UTC))
+    harness.tick()
+    [run] = harness.store.list_runs("airflow_style")
+    assert run.logical_date == datetime(2026, 1, 1, tzinfo=UTC)  # midnight UTC
+    [run] = harness.store.list_runs("berlin_style")
+    assert run.logical_date == datetime(2025, 12, 31, 23, 0, tzinfo=UTC)  # midnight in Berlin

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import os
 import textwrap
+import threading
+import time
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -138,3 +141,89 @@ def test_same_named_helpers_in_two_folders_are_each_files_own(store, settings, c
     assert processor.scan(clock.now()).errors == 0
     a, b = store.get_dag("team_a").schedule, store.get_dag("team_b").schedule
     assert a != b
+
+
+HANG = "while True:\n    pass\n"
+SLEEP = "import time\ntime.sleep(3600)\n"
+
+
+def wait_for(predicate, bound: float = 15.0) -> bool:
+    """Poll ``predicate`` for at most ``bound`` seconds (a bound far below the hanging
+    files' parse_timeout of 60 s, never a duration the test asserts)."""
+    deadline = time.monotonic() + bound
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.1)
+    return predicate()
+
+
+def task_ids(store, dag_id: str) -> list[str]:
+    return list(store.current_spec(dag_id).tasks)
+
+
+def test_a_healthy_dag_beside_hanging_files_is_stored_before_their_timeout(
+    store, settings, clock, dags_dir
+):
+    # real parse children: a spinning file and two sleeping ones hold more children than
+    # the pool's size, sorted before the healthy file; parse_timeout is 60 s
+    for name, source in (("a_spin.py", HANG), ("b_sleep.py", SLEEP), ("c_sleep.py", SLEEP)):
+        (dags_dir / name).write_text(source)
+    healthy = dags_dir / "z_ok.py"
+    healthy.write_text(dag_source("healthy"))
+    processor = DagProcessor(
+        store, settings.with_(parse_timeout=60, parse_interval=0.5), parallelism=2
+    )
+    stop = threading.Event()
+    scan = threading.Thread(target=processor.scan, args=(clock.now(),), kwargs={"stop": stop})
+    scan.start()
+    try:
+        assert wait_for(lambda: "healthy" in [d.dag_id for d in store.list_dags(schedulable=True)])
+        # the scan still waits for the hanging files; a change to the healthy file made
+        # meanwhile is parsed and stored too, without waiting for them
+        assert scan.is_alive()
+        rewrite(healthy, dag_source("healthy").replace("dag.shell('t'", "dag.shell('t2'"))
+        assert wait_for(lambda: task_ids(store, "healthy") == ["t2"])
+        assert scan.is_alive() and store.import_errors() == []
+    finally:
+        stop.set()
+        scan.join(30)
+    assert not scan.is_alive()
+
+
+def test_a_forced_reparse_stores_the_healthy_dag_before_the_hanging_file_times_out(
+    store, settings, clock, dags_dir
+):
+    (dags_dir / "a_spin.py").write_text(HANG)
+    (dags_dir / "b_ok.py").write_text(dag_source("healthy"))
+    processor = DagProcessor(store, settings.with_(parse_timeout=2), parallelism=2)
+    first = processor.scan(clock.now())
+    assert (first.dags, first.errors) == (1, 1)
+    processor.settings = settings.with_(parse_timeout=60)
+    stop = threading.Event()
+    seen_at_reparse = store.get_dag("healthy").last_parsed_at
+    clock.advance(timedelta(minutes=1))
+    scan = threading.Thread(
+        target=processor.scan, args=(clock.now(),), kwargs={"force": True, "stop": stop}
+    )
+    scan.start()
+    try:
+        assert wait_for(lambda: store.get_dag("healthy").last_parsed_at != seen_at_reparse)
+        assert scan.is_alive()
+    finally:
+        stop.set()
+        scan.join(30)
+    assert not scan.is_alive()
+
+
+def test_a_stopped_scan_leaves_its_unfinished_files_for_the_next_scan(
+    store, settings, clock, dags_dir
+):
+    (dags_dir / "a_spin.py").write_text(HANG)
+    processor = DagProcessor(store, settings.with_(parse_timeout=60), parallelism=1)
+    stop = threading.Event()
+    stop.set()
+    assert processor.scan(clock.now(), stop=stop).parsed == 0
+    processor.settings = settings.with_(parse_timeout=1)
+    result = processor.scan(clock.now())  # the same, unchanged file
+    assert (result.parsed, result.errors) == (1, 1)

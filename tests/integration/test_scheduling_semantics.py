@@ -97,6 +97,42 @@ def test_unpausing_applies_the_misfire_policy(harness, write_dag):
     assert "coalesced" in event.message
 
 
+def minutely_dag(dag_id: str, misfire: str) -> str:
+    return f"""
+from datetime import datetime
+from orchestrator import DAG
+
+with DAG("{dag_id}", schedule="* * * * *", misfire="{misfire}",
+         start_date=datetime(2026, 1, 1)) as dag:
+    dag.shell("t", "true")
+"""
+
+
+def test_new_minutely_dags_at_start_up_get_one_run_each_unless_backfill(harness, write_dag):
+    # the scheduler decides at 00:04:30: five fire times are due, all inside the
+    # 5-minute misfire_grace; skip used to create a run for every one of them
+    store, clock = harness.store, harness.clock
+    for n in range(20):
+        write_dag(f"skip{n}.py", minutely_dag(f"skip{n}", "skip"))
+    write_dag("coalesce.py", minutely_dag("coalesce", "coalesce"))
+    write_dag("backfill.py", minutely_dag("backfill", "backfill"))
+    harness.parse()
+    clock.set(START + timedelta(minutes=4, seconds=30))
+    harness.tick()
+    latest = START + timedelta(minutes=4)
+    for n in range(20):
+        assert [r.logical_date for r in store.list_runs(f"skip{n}")] == [latest]
+    assert [r.logical_date for r in store.list_runs("coalesce")] == [latest]
+    assert sorted(r.logical_date for r in store.list_runs("backfill")) == [
+        START + timedelta(minutes=m) for m in range(5)
+    ]
+    [skipped] = store.events(dag_id="skip0", kind="fire_skipped")
+    assert START.isoformat() in skipped.message and latest.isoformat() in skipped.message
+    clock.advance(seconds=31)  # 00:05:01: the next fire time is on time and runs
+    harness.tick()
+    assert len(store.list_runs("skip0")) == 2
+
+
 @pytest.mark.parametrize(
     ("overlap", "max_active", "running"), [("queue", "", 1), ("allow", "max_active_runs=2,", 2)]
 )

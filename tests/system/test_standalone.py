@@ -89,3 +89,51 @@ def test_standalone_runs_the_example_dags_and_serves_the_ui(tmp_path: Path) -> N
             proc.wait()
         log.close()
     assert proc.returncode == 0, (tmp_path / "standalone.log").read_text()[-3000:]
+
+
+@pytest.mark.system
+def test_a_hanging_dag_file_holds_back_neither_the_other_dags_nor_the_scheduler(
+    tmp_path: Path,
+) -> None:
+    # the first scan used to run before the scheduler started and to store nothing until
+    # every file was parsed: a healthy DAG beside this file got its run after
+    # parse_timeout. The bound below is far below that timeout, never a measured time.
+    dags = tmp_path / "dags"
+    dags.mkdir()
+    (dags / "a_hangs.py").write_text("while True:\n    pass\n")
+    (dags / "b_healthy.py").write_text(
+        "from datetime import datetime\n"
+        "from orchestrator import DAG\n"
+        "with DAG('healthy', schedule='@hourly', start_date=datetime(2026, 1, 1)) as dag:\n"
+        "    dag.shell('t', 'true')\n"
+    )
+    env = dict(os.environ, ORCHESTRATOR_WEB_PORT=str(free_port()), ORCHESTRATOR_PARSE_TIMEOUT="120")
+    env.pop("ORCHESTRATOR_DATABASE_URL", None)
+    log = open(tmp_path / "standalone.log", "w")  # noqa: SIM115
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "orchestrator", "standalone"],
+        cwd=tmp_path,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        runs: list = []
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not runs:
+            assert proc.poll() is None, (tmp_path / "standalone.log").read_text()
+            out = cli(tmp_path, "runs", "list", "healthy", "--json")
+            if out.returncode == 0:
+                runs = json.loads(out.stdout)
+            time.sleep(0.5)
+        assert runs, (tmp_path / "standalone.log").read_text()[-3000:]
+        assert cli(tmp_path, "dags", "errors").stdout.count("a_hangs.py") == 0  # still parsing
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+    assert proc.returncode == 0, (tmp_path / "standalone.log").read_text()[-3000:]

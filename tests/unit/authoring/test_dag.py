@@ -153,6 +153,26 @@ def test_dependencies_by_id_and_chain():
     assert list(dag.graph().edges) == [("x", "y"), ("y", "z"), ("z", "w")]
 
 
+def test_naive_dates_without_timezone_are_utc_like_airflow():
+    # the way every Airflow, Dagster and Prefect example writes it: no tzinfo, no timezone=
+    dag = DAG("naive", schedule="@daily", start_date=datetime(2026, 1, 1),
+              end_date=datetime(2026, 2, 1, 6, 30))  # fmt: skip
+    assert dag.timezone == "UTC"
+    assert dag.start_date.astimezone(UTC) == datetime(2026, 1, 1, tzinfo=UTC)
+    assert dag.end_date.astimezone(UTC) == datetime(2026, 2, 1, 6, 30, tzinfo=UTC)
+    assert dag.schedule.first() == datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def test_an_aware_start_date_keeps_its_own_zone():
+    tokyo = ZoneInfo("Asia/Tokyo")
+    dag = DAG("aware", schedule="@daily", timezone="Europe/Berlin",
+              start_date=datetime(2026, 1, 1, 9, 0, tzinfo=tokyo))  # fmt: skip
+    assert dag.start_date.astimezone(UTC) == datetime(2026, 1, 1, 0, 0, tzinfo=UTC)
+    assert DAG("aware_utc", start_date=datetime(2026, 1, 1, tzinfo=tokyo)).start_date == (
+        datetime(2025, 12, 31, 15, 0, tzinfo=UTC)
+    )
+
+
 def test_naive_start_date_with_explicit_timezone_is_read_in_that_zone():
     dag = DAG(
         "berlin", schedule="@daily", timezone="Europe/Berlin", start_date=datetime(2026, 1, 1)
@@ -245,14 +265,6 @@ def test_task_outside_a_dag():
         ({"schedule": "@fortnightly"}, "@fortnightly"),
         ({"timezone": "Mars/Olympus_Mons"}, "DAG 'd': unknown timezone 'Mars/Olympus_Mons'"),
         (
-            {"schedule": "@daily", "start_date": datetime(2026, 1, 1)},
-            "DAG 'd': start_date 2026-01-01T00:00:00 is naive",
-        ),
-        (
-            {"start_date": START, "end_date": datetime(2026, 1, 1)},
-            "DAG 'd': end_date 2026-01-01T00:00:00 is naive",
-        ),
-        (
             {"schedule": "@daily", "start_date": START, "end_date": START - timedelta(days=1)},
             "DAG 'd': end_date 2025-12-31T00:00:00+00:00 is before start_date "
             "2026-01-01T00:00:00+00:00",
@@ -273,10 +285,43 @@ def test_dag_argument_errors_name_the_dag_and_line(kwargs, expected):
     assert_error_at(err, line, expected)
 
 
-@pytest.mark.parametrize("bad", ["", "has space", "slash/y", "é", "x" * 251, 7, None])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "",
+        "has space",
+        "slash/y",
+        "é",
+        "x" * 251,
+        7,
+        None,
+        "nl_id\n",
+        "tab\t",
+        "\nlead",
+        ".dot",
+        "-dash",
+    ],
+)
 def test_invalid_dag_ids(bad):
     with pytest.raises(DagDefinitionError, match="invalid dag_id"):
         DAG(bad)
+
+
+@pytest.mark.parametrize("bad", ["nl_id\n", "x\r", "a b", "-x"])
+def test_invalid_ids_are_one_clear_error_naming_file_line_and_the_rule(bad):
+    with pytest.raises(DagDefinitionError) as err:
+        line = here() + 1
+        DAG(bad)
+    assert_error_at(
+        err,
+        line,
+        f"invalid dag_id {bad!r}: an id is 1 to 250 letters, digits, '_', '.' or '-', "
+        "not starting with '.' or '-'",
+    )
+    with pytest.raises(DagDefinitionError) as err, DAG("fine") as dag:
+        line = here() + 1
+        dag.shell(bad, "true")
+    assert_error_at(err, line, f"invalid task_id {bad!r}: an id is 1 to 250")
 
 
 @pytest.mark.parametrize("good", ["a", "A_b.c-d", "0start", "x" * 250])

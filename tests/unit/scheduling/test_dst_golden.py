@@ -1,4 +1,4 @@
-"""Cron fire times across DST, 9 cron expressions x 8 timezones over two years,
+"""Cron fire times across DST, 10 cron expressions x 8 timezones over two years,
 checked against an oracle written here from the documented rules with zoneinfo
 stepping (no croniter):
 
@@ -7,7 +7,8 @@ stepping (no croniter):
 * an instant fires when its local wall time matches the expression and it is the
   first occurrence of that wall time (fold 0), or the hour field is every hour;
 * wall times skipped by a spring-forward gap that match fire once, at the first
-  instant after the gap.
+  instant after the gap, unless the hour field is every hour: then they do not fire
+  (hourly and minutely crons fire at every real hour and minute, no extra one).
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ CRONS = {
     "0 2 * * *": ({0}, {2}, ALL_DOM, ALL_MON, ALL_DOW),
     "30 2 * * *": ({30}, {2}, ALL_DOM, ALL_MON, ALL_DOW),
     "0 * * * *": ({0}, ALL_H, ALL_DOM, ALL_MON, ALL_DOW),
+    "45 * * * *": ({45}, ALL_H, ALL_DOM, ALL_MON, ALL_DOW),
     "15,45 1-3 * * *": ({15, 45}, {1, 2, 3}, ALL_DOM, ALL_MON, ALL_DOW),
     "0 0 * * *": ({0}, {0}, ALL_DOM, ALL_MON, ALL_DOW),
     "30 1 * * 0": ({30}, {1}, ALL_DOM, ALL_MON, {0}),
@@ -89,7 +91,7 @@ def oracle(fields, zone: str) -> list[datetime]:
     every_hour = fields[1] == ALL_H
     out: set[datetime] = set()
     for t, wall, fold, gap in _walk(zone):
-        if any(_matches(fields, w) for w in gap):
+        if not every_hour and any(_matches(fields, w) for w in gap):
             out.add(t)  # a skipped wall time fires at the first instant after the gap
         if _matches(fields, wall) and (fold == 0 or every_hour):
             out.add(t)
@@ -118,3 +120,8 @@ def test_the_oracle_sees_the_dst_rules():
     assert datetime(2026, 10, 25, 1, tzinfo=UTC) in hourly  # 02:00 CET, again
     santiago = oracle(CRONS["0 0 * * *"], "America/Santiago")
     assert len(santiago) == 730  # one a day, including the days midnight is skipped
+    # every-hour crons skip the gap: no 03:00 CEST for 02:45, just 03:45 CEST
+    quarter_to = oracle(CRONS["45 * * * *"], "Europe/Berlin")
+    spring = [t for t in quarter_to if t.date() == datetime(2026, 3, 29).date()]
+    assert datetime(2026, 3, 29, 1, 0, tzinfo=UTC) not in spring
+    assert spring[:3] == [datetime(2026, 3, 29, h, 45, tzinfo=UTC) for h in (0, 1, 2)]

@@ -85,6 +85,42 @@ def test_skip_grace_boundary():
     assert late.fire_times == [] and kinds(late) == ["fire_skipped"]
 
 
+def minutely():
+    return parse_schedule("* * * * *", start=START)
+
+
+@pytest.mark.parametrize(
+    ("policy", "runs"),
+    [("skip", [4]), ("coalesce", [4]), ("backfill", [0, 1, 2, 3, 4])],
+)
+@pytest.mark.parametrize("cursor", [None, START], ids=["new_dag", "behind"])
+def test_fire_times_due_inside_the_grace_give_one_run_under_skip_and_coalesce(policy, runs, cursor):
+    # a minutely DAG decided at 00:04:30: five fire times are due, all inside the
+    # 5-minute grace; skip used to make a run for each of them
+    now = START + timedelta(minutes=4, seconds=30)
+    p = go(policy, cursor, now, schedule=minutely())
+    assert p.fire_times == [START + timedelta(minutes=m) for m in runs]
+    assert p.new_cursor == START + timedelta(minutes=5)
+    if policy == "skip":
+        [(kind, message)] = p.decisions
+        assert kind == "fire_skipped"
+        assert f"from {START.isoformat()} to before {p.fire_times[0].isoformat()}" in message
+    assert go(policy, p.new_cursor, now, schedule=minutely()) is None  # nothing left due
+
+
+def test_skip_of_a_latest_fire_time_outside_the_grace_runs_nothing():
+    now = START + timedelta(minutes=4, seconds=30)
+    p = go("skip", START, now, schedule=minutely(), grace=timedelta(seconds=20))
+    assert p.fire_times == [] and kinds(p) == ["fire_skipped"]
+    assert p.new_cursor == START + timedelta(minutes=5)
+
+
+def test_many_new_minutely_skip_dags_make_one_run_each():
+    now, schedule = START + timedelta(minutes=4, seconds=59), minutely()
+    runs = sum(len(go("skip", None, now, schedule=schedule).fire_times) for _ in range(300))
+    assert runs == 300  # not 1,500 (2,000 such DAGs made 10,000 runs)
+
+
 @pytest.mark.parametrize("policy", ["backfill", "coalesce", "skip"])
 def test_on_time_fire_is_just_run(policy):
     p = go(policy, at(2), at(2))

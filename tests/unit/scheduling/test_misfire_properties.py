@@ -38,8 +38,8 @@ def expected(policy, grid, ticks, grace, window):
             out += kept
         elif policy == "coalesce":
             out += kept[-1:]
-        else:
-            out += [t for t in kept if now - t <= grace]
+        else:  # skip: at most the latest, if it is inside the grace
+            out += [t for t in kept[-1:] if now - t <= grace]
     return out
 
 
