@@ -54,7 +54,7 @@ FIELDS: dict[str, tuple[type, Any, str]] = {
     "alert_timeout": (float, 10.0, "seconds one webhook or SMTP attempt may take"),
     "alert_max_attempts": (int, 5, "attempts to deliver an alert before giving up"),
     "alert_interval": (float, 5.0, "seconds between alert watchdog checks"),
-    # h-proc: task processes (log cap, inherited environment)
+    # task processes (log cap, inherited environment)
     "max_log_bytes": (
         int,
         10 * 1024 * 1024,
@@ -70,14 +70,14 @@ FIELDS: dict[str, tuple[type, Any, str]] = {
         "",
         "comma-separated glob patterns tasks inherit even though they match task_env_deny",
     ),
-    # h-lost: tries lost to infrastructure
+    # tries lost to infrastructure
     "max_lost_tries": (
         int,
         2,
         "tries of a task lost to infrastructure (lease expired, handed back) retried "
         "without spending its retries; a DAG or task may set its own max_lost_tries",
     ),
-    # h-web: web UI hardening (issue 12: hosts, logins, sessions, throttling, size limits)
+    # web UI hardening (issue 12: hosts, logins, sessions, throttling, size limits)
     "web_allowed_hosts": (
         str,
         None,
@@ -114,13 +114,13 @@ FIELDS: dict[str, tuple[type, Any, str]] = {
         "wrong logins per client address within web_login_window_seconds before refusing",
     ),
     "web_login_window_seconds": (float, 300.0, "the window login failures are counted in"),
-    # h-cli: the hard limit of one backfill (issue 13, item 6)
+    # the hard limit of one backfill (issue 13, item 6)
     "backfill_hard_max_runs": (
         int,
         100_000,
         "most runs one backfill may create, even with --yes: split bigger ranges",
     ),
-    # h-db: durable commits, bounded database waits, /health thresholds
+    # durable commits, bounded database waits, /health thresholds
     "sqlite_synchronous": (
         str,
         "FULL",
@@ -181,13 +181,13 @@ class Settings:
     alert_timeout: float
     alert_max_attempts: int
     alert_interval: float
-    # h-proc: task processes (log cap, inherited environment)
+    # task processes (log cap, inherited environment)
     max_log_bytes: int
     task_env_deny: str
     task_env_allow: str
-    # h-lost: tries lost to infrastructure
+    # tries lost to infrastructure
     max_lost_tries: int
-    # h-web: web UI hardening (issue 12)
+    # web UI hardening (issue 12)
     web_allowed_hosts: str | None
     web_login: str
     web_session_idle_seconds: float
@@ -198,9 +198,9 @@ class Settings:
     web_login_max_failures: int
     web_login_max_failures_per_address: int
     web_login_window_seconds: float
-    # h-cli: the hard limit of one backfill (issue 13, item 6)
+    # the hard limit of one backfill (issue 13, item 6)
     backfill_hard_max_runs: int
-    # h-db: durable commits, bounded database waits, /health thresholds
+    # durable commits, bounded database waits, /health thresholds
     sqlite_synchronous: str
     db_lock_timeout: float | None
     db_statement_timeout: float | None
