@@ -155,10 +155,12 @@ def measure(url: str, workdir: str, history_tis: int, ticks: int) -> dict[str, f
     from orchestrator.clock import FakeClock
     from orchestrator.engine.processor import DagProcessor
     from orchestrator.engine.scheduler import Scheduler
+    from orchestrator.engine.services import web_ui
     from orchestrator.observability.alerts.watchdog import AlertWatchdog
     from orchestrator.settings import Settings
     from orchestrator.store import Store
-    from webui import create_app
+
+    create_app = web_ui().create_app
 
     dags = os.path.join(workdir, "dags")
     os.makedirs(dags, exist_ok=True)

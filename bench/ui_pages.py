@@ -41,11 +41,13 @@ from sqlalchemy import create_engine, insert, select, text, update
 
 from orchestrator import DAG, task
 from orchestrator.authoring.spec import serialize_dag
+from orchestrator.engine.services import web_ui
 from orchestrator.settings import Settings
 from orchestrator.store import Store
 from orchestrator.store import models as m
 from orchestrator.store.db import upgrade
-from webui import create_app
+
+create_app = web_ui().create_app  # the checkout's webui/ or the installed one
 
 PG_ADMIN = os.environ.get(
     "ORCHESTRATOR_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
