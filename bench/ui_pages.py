@@ -208,8 +208,8 @@ SERVER = """
 import logging
 import sys
 from orchestrator.settings import Settings
-from webui import create_app
-from webui.server import serve
+from orchestrator.engine.services import web_ui
+create_app, serve = web_ui().create_app, web_ui("server").serve
 url, tmp, ready = sys.argv[1:4]
 logging.getLogger("waitress.queue").setLevel(logging.ERROR)  # "Task queue depth is 1"
 settings = Settings.load({}, cwd=tmp, database_url=url, state_dir=tmp + "/state")
@@ -330,9 +330,7 @@ def run_wide(
         assert client.get("/dags/wide").status_code == 200
         first_ms = round((time.perf_counter() - t) * 1000, 1)
         latest = run_ids[-1]
-        from webui.data import grid_runs
-
-        columns = grid_runs(tasks)
+        columns = web_ui("data").grid_runs(tasks)
         pages = ["/dags/wide", f"/runs/{latest}"]
         apis = [
             f"/api/v1/dags/wide/grid?limit={columns}",
