@@ -149,15 +149,28 @@ def run_facts(store: Store, run_id: str) -> dict[str, Any]:
 
 
 def run_page(store: Store, layouts: Layouts, run_id: str, now: datetime) -> dict[str, Any]:
-    """:func:`run_facts` and what only the page draws: the graph and the Gantt chart."""
-    ctx = run_facts(store, run_id)
-    run, spec, tis = ctx["run"], ctx["spec"], ctx["tis"]
-    present = ctx["states"]
-    order = [t for t in spec.topological_order if t in present]
+    """What :func:`run_facts` reads, as much as the page shows of it (task instances
+    and tries as :class:`queries.TaskLine` / :class:`queries.TryLine`, not records),
+    and what only the page draws: the graph and the Gantt chart."""
+    run = store.get_run(run_id)
+    dag = store.get_dag(run.dag_id)
+    spec = store.spec(run.dag_id, run.version_hash)
+    lines = queries.task_lines(store, run_id)
+    tries = queries.try_lines(store, run_id)
+    states = {t.task_id: t.state for t in lines}
+    order = [t for t in spec.topological_order if t in states]
+    rank = {t: i for i, t in enumerate(spec.topological_order)}
+    tis = sorted(lines, key=lambda t: rank.get(t.task_id, 0))
     upstream = {t: spec.tasks[t].upstream for t in spec.tasks}
-    return ctx | {
+    return {
+        "run": run,
+        "dag": dag,
+        "spec": spec,
+        "tis": tis,
+        "tries": tries,
+        "states": states,
         "graph": layouts.get(store, spec, run.dag_id, run.version_hash),
-        "gantt": gantt(run, tis, ctx["tries"], order, upstream, now),
+        "gantt": gantt(run, tis, tries, order, upstream, now),
         "end": run.end_date or (now if run.start_date else None),
     }
 

@@ -133,6 +133,24 @@ def test_gantt_splits_queued_and_running_time():
     assert b.bars[0].x == pytest.approx(a.bars[0].x + a.bars[0].w)
 
 
+def test_gantt_draws_tries_in_try_order_whatever_order_they_come_in():
+    run = NS(start_date=T0)
+    tis = [NS(task_id="a", state="success", end_date=T0 + timedelta(seconds=10)),
+           NS(task_id="b", state="success", end_date=T0 + timedelta(seconds=40))]  # fmt: skip
+    tries = [
+        NS(task_id="a", try_number=1, state="success", start_date=T0, end_date=T0 + timedelta(seconds=10)),
+        NS(task_id="b", try_number=1, state="failed", start_date=T0 + timedelta(seconds=20), end_date=T0 + timedelta(seconds=25)),
+        NS(task_id="b", try_number=2, state="success", start_date=T0 + timedelta(seconds=30), end_date=T0 + timedelta(seconds=40)),
+    ]  # fmt: skip
+    now = T0 + timedelta(minutes=5)
+    chart = gantt(run, tis, tries, ["a", "b"], {"b": ("a",)}, now)
+    assert gantt(run, tis, tries[::-1], ["a", "b"], {"b": ("a",)}, now) == chart
+    assert [row.y for row in chart.rows] == [22, 48]
+    assert [bar.title for bar in chart.rows[1].bars] == [
+        "b: queued 10s", "b: running 5.0s (failed)", "b: queued 5.0s", "b: running 10s (success)"
+    ]  # fmt: skip
+
+
 def test_params_form_round_trip():
     params = {"n": 3, "ratio": 0.5, "name": "x", "dry": True, "ids": [1, 2]}
     kinds = [f.kind for f in fields_for(params)]
