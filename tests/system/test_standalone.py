@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -11,6 +12,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -36,26 +38,40 @@ def cli(cwd: Path, *argv: str) -> subprocess.CompletedProcess:
     )
 
 
+@contextlib.contextmanager
+def standalone(tmp_path: Path, **env: str) -> Iterator[subprocess.Popen]:
+    """A real `orchestrator standalone` in ``tmp_path``, stopped with SIGTERM at the end,
+    which must exit 0; its output is in ``tmp_path/standalone.log``."""
+    environ = dict(os.environ, **env)
+    environ.pop("ORCHESTRATOR_DATABASE_URL", None)
+    with open(tmp_path / "standalone.log", "w") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "orchestrator", "standalone"],
+            cwd=tmp_path,
+            env=environ,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            yield proc
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+    assert proc.returncode == 0, (tmp_path / "standalone.log").read_text()[-3000:]
+
+
 @pytest.mark.system
 def test_standalone_runs_the_example_dags_and_serves_the_ui(tmp_path: Path) -> None:
     shutil.copytree(ROOT / "dags", tmp_path / "dags")
     port = free_port()
     # http_notify calls standalone's own /health
-    env = dict(
-        os.environ,
-        ORCHESTRATOR_WEB_PORT=str(port),
-        HTTP_NOTIFY_URL=f"http://127.0.0.1:{port}/health",
-    )
-    env.pop("ORCHESTRATOR_DATABASE_URL", None)
-    log = open(tmp_path / "standalone.log", "w")  # noqa: SIM115
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "orchestrator", "standalone"],
-        cwd=tmp_path,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    try:
+    with standalone(
+        tmp_path, ORCHESTRATOR_WEB_PORT=str(port), HTTP_NOTIFY_URL=f"http://127.0.0.1:{port}/health"
+    ) as proc:
         succeeded: set[str] = set()
         deadline = time.monotonic() + 90
         while time.monotonic() < deadline and succeeded != set(EXAMPLES):
@@ -80,15 +96,6 @@ def test_standalone_runs_the_example_dags_and_serves_the_ui(tmp_path: Path) -> N
             assert dag_id in html
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=10) as health:
             assert json.load(health)["status"] == "ok"
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
-    assert proc.returncode == 0, (tmp_path / "standalone.log").read_text()[-3000:]
 
 
 @pytest.mark.system
@@ -107,17 +114,9 @@ def test_a_hanging_dag_file_holds_back_neither_the_other_dags_nor_the_scheduler(
         "with DAG('healthy', schedule='@hourly', start_date=datetime(2026, 1, 1)) as dag:\n"
         "    dag.shell('t', 'true')\n"
     )
-    env = dict(os.environ, ORCHESTRATOR_WEB_PORT=str(free_port()), ORCHESTRATOR_PARSE_TIMEOUT="120")
-    env.pop("ORCHESTRATOR_DATABASE_URL", None)
-    log = open(tmp_path / "standalone.log", "w")  # noqa: SIM115
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "orchestrator", "standalone"],
-        cwd=tmp_path,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    try:
+    with standalone(
+        tmp_path, ORCHESTRATOR_WEB_PORT=str(free_port()), ORCHESTRATOR_PARSE_TIMEOUT="120"
+    ) as proc:
         runs: list = []
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and not runs:
@@ -128,12 +127,3 @@ def test_a_hanging_dag_file_holds_back_neither_the_other_dags_nor_the_scheduler(
             time.sleep(0.5)
         assert runs, (tmp_path / "standalone.log").read_text()[-3000:]
         assert cli(tmp_path, "dags", "errors").stdout.count("a_hangs.py") == 0  # still parsing
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
-    assert proc.returncode == 0, (tmp_path / "standalone.log").read_text()[-3000:]
