@@ -1,0 +1,20 @@
+"""sensors and reschedules (issue 15)
+
+Revision ID: 0015
+Revises: 0014
+"""
+
+from collections.abc import Sequence
+
+revision: str = "0015"
+down_revision: str | None = "0014"
+branch_labels: str | Sequence[str] | None = None
+depends_on: str | Sequence[str] | None = None
+
+
+def upgrade() -> None:
+    pass  # nothing changes in this revision
+
+
+def downgrade() -> None:
+    pass

@@ -1,0 +1,20 @@
+"""try logs and DAG versions in the store (issue 17)
+
+Revision ID: 0018
+Revises: 0017
+"""
+
+from collections.abc import Sequence
+
+revision: str = "0018"
+down_revision: str | None = "0017"
+branch_labels: str | Sequence[str] | None = None
+depends_on: str | Sequence[str] | None = None
+
+
+def upgrade() -> None:
+    pass  # nothing changes in this revision
+
+
+def downgrade() -> None:
+    pass
