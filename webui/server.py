@@ -56,7 +56,7 @@ def serve(
     port: int,
     stop_event: threading.Event | None = None,
     *,
-    threads: int = 4,
+    threads: int = 8,
     on_ready: Callable[[str], None] | None = None,
 ) -> None:
     """Serve ``app`` on ``host:port`` until ``stop_event`` is set (or forever).
