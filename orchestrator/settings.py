@@ -63,12 +63,15 @@ FIELDS: dict[str, tuple[type, Any, str]] = {
     "task_env_deny": (
         str,
         "ORCHESTRATOR_*",
-        "comma-separated glob patterns of worker environment variables tasks do not inherit",
+        "comma-separated glob patterns of worker environment variables tasks do not inherit "
+        "even when allowed (the more specific of two matching patterns decides)",
     ),
     "task_env_allow": (
         str,
-        "",
-        "comma-separated glob patterns tasks inherit even though they match task_env_deny",
+        "PATH,HOME,USER,LOGNAME,SHELL,TERM,LANG,LANGUAGE,LC_*,TZ,TMPDIR,PYTHON*,SSL_CERT_FILE,"
+        "SSL_CERT_DIR,REQUESTS_CA_BUNDLE,ORCHESTRATOR_VAR_*,ORCHESTRATOR_CONN_*",
+        "comma-separated glob patterns of the worker environment variables tasks inherit "
+        "(an allow-list: nothing else reaches a task)",
     ),
     # tries lost to infrastructure
     "max_lost_tries": (
@@ -159,6 +162,23 @@ FIELDS: dict[str, tuple[type, Any, str]] = {
         "threads of the web server: requests in flight at once (a probe or a poll does not "
         "queue behind slow page renders while one is free)",
     ),
+    # issue 16: a task's environment, Python environments per task
+    "task_env_extra": (
+        str,
+        "",
+        "comma-separated glob patterns tasks inherit besides task_env_allow (your own "
+        "variables, without repeating the defaults)",
+    ),
+    "venv_cache_dir": (
+        str,
+        None,
+        "folder of the virtual environments @task.virtualenv builds; default <state_dir>/venvs",
+    ),
+    "venv_installer": (
+        str,
+        "auto",
+        "what builds them: 'auto' (uv when on PATH, else python -m venv and pip), 'uv', 'pip'",
+    ),
 }
 
 
@@ -216,6 +236,10 @@ class Settings:
     health_min_free_mb: float
     # issue 12: the web server's threads
     web_threads: int
+    # issue 16: a task's environment, Python environments per task
+    task_env_extra: str
+    venv_cache_dir: str | None
+    venv_installer: str
 
     @property
     def log_dir(self) -> str:
@@ -253,6 +277,14 @@ class Settings:
         if not values["database_url"]:
             path = os.path.join(values["state_dir"], "orchestrator.db")
             values["database_url"] = f"sqlite:///{path}"
+        # issue 16: the virtualenv cache folder and its builder
+        venvs = values["venv_cache_dir"] or os.path.join(values["state_dir"], "venvs")
+        values["venv_cache_dir"] = os.path.abspath(os.path.join(cwd, venvs))
+        if values["venv_installer"] not in ("auto", "uv", "pip"):
+            raise ConfigError(
+                f"ORCHESTRATOR_VENV_INSTALLER: expected auto, uv or pip, "
+                f"got {values['venv_installer']!r}"
+            )
         if values["heartbeat_seconds"] >= values["lease_seconds"]:
             raise ConfigError(
                 f"heartbeat_seconds ({values['heartbeat_seconds']}) must be shorter than "

@@ -101,7 +101,7 @@ class Worker:
         self.wake = wake or threading.Event()
         self.on_finish = on_finish
         self._ctx = mp_context()
-        self._env_policy = EnvPolicy.from_settings(settings.task_env_deny, settings.task_env_allow)
+        self._env_policy = EnvPolicy.for_settings(settings)
         self._idle: list[_Slot] = []
         self._busy: list[_Slot] = []
         self._last_heartbeat = time.monotonic()
