@@ -4,8 +4,8 @@ Set HTTP_NOTIFY_URL before starting standalone, and let DAG files and tasks inhe
 (they see only the variables task_env_allow and task_env_extra name), for example
 standalone's own health check:
 
-    HTTP_NOTIFY_URL=http://127.0.0.1:8080/health ORCHESTRATOR_TASK_ENV_EXTRA=HTTP_NOTIFY_URL \
-        orchestrator standalone
+    export ORCHESTRATOR_TASK_ENV_EXTRA=HTTP_NOTIFY_URL
+    HTTP_NOTIFY_URL=http://127.0.0.1:8080/health orchestrator standalone
 
 Without it, `notify` is skipped and the `endpoint` task's log says why.
 """
