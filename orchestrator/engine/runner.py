@@ -29,6 +29,7 @@ from orchestrator.authoring.loader import DagImportError, display_path, load_fil
 from orchestrator.engine.proctree import become_subreaper, end_descendants
 from orchestrator.engine.taskenv import EnvPolicy
 from orchestrator.engine.tasklog import CappedLog
+from orchestrator.engine.virtualenv_task import run_in_python_env
 
 _PR_SET_PDEATHSIG = 1
 _LOG_FORMAT = logging.Formatter("%(asctime)s %(levelname)s %(message)s")
@@ -268,6 +269,10 @@ def run_try(job: dict[str, Any], cache: dict[str, tuple[int, dict[str, Any]]]) -
                 logger,
                 f"{job['fileloc']} no longer defines task {job['dag_id']}.{job['task_id']}",
                 None,
+            )
+        if dag.tasks[job["task_id"]].python_env:  # @task.virtualenv / external_python
+            return run_in_python_env(
+                dag.tasks[job["task_id"]], job, ctx, logfile, logger, _run_command
             )
         fn = dag.tasks[job["task_id"]].fn
         with contextlib.redirect_stdout(logfile), contextlib.redirect_stderr(logfile):

@@ -264,6 +264,8 @@ class Worker:
             "log_file": os.path.join(self.settings.log_dir, claim.log_path),
             "max_result_bytes": self.settings.max_result_bytes,
             "max_log_bytes": self.settings.max_log_bytes,
+            "venv_cache_dir": self.settings.venv_cache_dir,  # @task.virtualenv (issue 16)
+            "venv_installer": self.settings.venv_installer,
             "tag": (claim.ti_id, claim.try_number),
         }
         slot = self._free_slot()
