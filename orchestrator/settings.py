@@ -179,6 +179,11 @@ FIELDS: dict[str, tuple[type, Any, str]] = {
         "auto",
         "what builds them: 'auto' (uv when on PATH, else python -m venv and pip), 'uv', 'pip'",
     ),
+    "alert_slack": (
+        str,
+        None,
+        "Slack incoming-webhook URL every alert of every DAG is posted to",
+    ),
 }
 
 
@@ -240,6 +245,7 @@ class Settings:
     task_env_extra: str
     venv_cache_dir: str | None
     venv_installer: str
+    alert_slack: str | None
 
     @property
     def log_dir(self) -> str:

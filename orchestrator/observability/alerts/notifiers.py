@@ -1,4 +1,5 @@
-"""Sending one alert: webhook (HTTP POST of JSON), email (SMTP), Python callback.
+"""Sending one alert: webhook (HTTP POST of JSON, or of its rendered body template),
+Slack (an incoming-webhook message), email (SMTP), Python callback.
 
 Each ``send_*`` raises :class:`DeliveryError` on failure; the delivery loop retries.
 Callbacks run in a child process that imports the DAG file, never in the scheduler.
@@ -15,6 +16,8 @@ from email.message import EmailMessage
 from multiprocessing.connection import Connection
 from typing import Any
 
+from orchestrator.authoring.alert_body import render_body
+from orchestrator.observability.alerts.slack import slack_message
 from orchestrator.settings import Settings
 
 
@@ -26,8 +29,17 @@ class DeliveryError(Exception):
         self.retry = retry
 
 
-def send_webhook(url: str, payload: dict[str, Any], timeout: float) -> None:
-    body = json.dumps(payload).encode()
+def send_webhook(
+    url: str, payload: dict[str, Any], timeout: float, template: str | None = None
+) -> None:
+    """POST ``payload`` as JSON, or the ``template`` rendered with it (alert_body.py)."""
+    if template is None:
+        body = json.dumps(payload).encode()
+    else:
+        try:
+            body = render_body(template, payload).encode()
+        except ValueError as exc:
+            raise DeliveryError(f"POST {url}: {exc}", retry=False) from None
     request = urllib.request.Request(
         url, data=body, method="POST",
         headers={"Content-Type": "application/json", "User-Agent": "orchestrator-alerts/1"},
@@ -106,7 +118,9 @@ def send_callback(target: list[str], payload: dict[str, Any], timeout: float) ->
 def send(notifier: dict[str, Any], payload: dict[str, Any], settings: Settings) -> None:
     kind, target = notifier["kind"], notifier["target"]
     if kind == "webhook":
-        send_webhook(target[0], payload, settings.alert_timeout)
+        send_webhook(target[0], payload, settings.alert_timeout, notifier.get("body"))
+    elif kind == "slack":
+        send_webhook(target[0], slack_message(payload), settings.alert_timeout)
     elif kind == "email":
         send_email(list(target), payload, settings)
     elif kind == "callback":
