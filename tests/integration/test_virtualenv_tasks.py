@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -302,3 +303,45 @@ def test_an_unfinished_build_is_removed_and_built_again(tmp_path):
             str(cache), sys.executable, ["nope==0"], False, installer="pip", run=failing, log=log
         )
     assert not (cache / venv_key(sys.executable, ["nope==0"], False)).exists()
+
+
+UV_SCRIPT = """
+import logging, subprocess, sys
+from orchestrator.engine.venv_cache import ensure_venv
+
+logging.basicConfig(level=logging.INFO, stream=sys.stdout, format="%(message)s")
+
+def run(argv):
+    print("run:", argv[0], argv[1])
+    done = subprocess.run(argv, capture_output=True, text=True)
+    return done.returncode, done.stdout + done.stderr
+
+print("python:", ensure_venv(sys.argv[1], sys.executable, ["tabulate==0.10.0"], False,
+                             installer="auto", run=run, log=logging.getLogger("build")))
+"""
+
+
+@pytest.mark.skipif(shutil.which("uv") is None, reason="uv is not on PATH (pip builds are tested)")
+def test_uv_builds_the_environment_when_it_is_on_path(tmp_path):
+    """uv reads its own configuration (UV_INDEX_URL...), not pip.conf: give it the index
+    pip is configured with."""
+    cache = tmp_path / "venvs"
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    index = subprocess.run(
+        [sys.executable, "-m", "pip", "config", "get", "global.extra-index-url"],
+        capture_output=True, text=True, check=False,
+    ).stdout.split()  # fmt: skip
+    if index and "UV_INDEX_URL" not in env:
+        env["UV_INDEX_URL"] = index[0]
+    done = subprocess.run(
+        [sys.executable, "-c", UV_SCRIPT, str(cache)],
+        env=env, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"run: {shutil.which('uv')} venv" in done.stdout
+    assert "with uv" in done.stdout
+    python = done.stdout.split("python: ")[-1].strip()
+    check = [python, "-I", "-c", "import tabulate; print(tabulate.__version__)"]
+    assert (
+        subprocess.run(check, capture_output=True, text=True, check=True).stdout.strip() == "0.10.0"
+    )
