@@ -194,3 +194,34 @@ def test_slack_from_the_settings_and_declarations_that_are_refused(settings):
         parse_notifier({"kind": "slack", "target": "hooks.slack.com/x"})
     with pytest.raises(ValueError, match="only a webhook takes a body template"):
         parse_notifier({"kind": "slack", "target": "https://x", "body": "{}"})
+
+
+def test_a_callback_gets_the_environment_a_task_gets(harness, settings, write_dag, tmp_path):
+    """A DAG's on_failure hook is user code too: it runs with the task environment's
+    allow-list, not the alert loop's whole environment."""
+    out = tmp_path / "env.json"
+    write_dag(
+        "cb.py",
+        f"""
+        import json, os
+        from orchestrator import DAG, task
+
+        def on_failure(alert):
+            with open({str(out)!r}, "w") as f:
+                json.dump(sorted(os.environ), f)
+
+        with DAG("cb", schedule=None, on_failure=on_failure) as dag:
+            @task
+            def boom():
+                raise RuntimeError("x")
+        """,
+    )
+    assert harness.parse().errors == 0
+    narrow = settings.with_(task_env_allow="PATH,NO_SUCH_VAR")
+    watchdog, delivery = AlertWatchdog(harness.store, narrow), AlertDelivery(harness.store, narrow)
+    watchdog.check(harness.clock.now())
+    run = harness.store.trigger_run("cb", harness.clock.now())
+    harness.run_until_finished(run.run_id)
+    watchdog.check(harness.clock.now())
+    assert delivery.tick(harness.clock.now()) == 1
+    assert set(json.loads(out.read_text())) <= {"PATH"}

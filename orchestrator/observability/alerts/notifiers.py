@@ -72,11 +72,16 @@ def send_email(to: list[str], payload: dict[str, Any], settings: Settings) -> No
         raise DeliveryError(f"SMTP {settings.smtp_host}:{settings.smtp_port}: {exc}") from None
 
 
-def callback_child(target: list[str], payload: dict[str, Any], conn: Connection) -> None:
-    """In a child process: import the DAG file and call the declared hook."""
+def callback_child(
+    target: list[str], payload: dict[str, Any], conn: Connection, env_policy: Any = None
+) -> None:
+    """In a child process: import the DAG file and call the declared hook, with the
+    environment a task gets (task_env_allow: the settings' secrets withheld)."""
     from orchestrator.engine.runner import _child_setup
 
     _child_setup()
+    if env_policy is not None:
+        env_policy.apply_to_this_process()
     fileloc, dag_id, task_id, hook = target
     try:
         from orchestrator.authoring.loader import load_file
@@ -92,12 +97,16 @@ def callback_child(target: list[str], payload: dict[str, Any], conn: Connection)
     conn.close()
 
 
-def send_callback(target: list[str], payload: dict[str, Any], timeout: float) -> None:
+def send_callback(
+    target: list[str], payload: dict[str, Any], timeout: float, env_policy: Any = None
+) -> None:
     from orchestrator.engine.worker import mp_context
 
     ctx = mp_context()
     parent, child = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=callback_child, args=(target, payload, child), daemon=True)
+    proc = ctx.Process(
+        target=callback_child, args=(target, payload, child, env_policy), daemon=True
+    )
     proc.start()
     child.close()
     try:
@@ -124,6 +133,9 @@ def send(notifier: dict[str, Any], payload: dict[str, Any], settings: Settings) 
     elif kind == "email":
         send_email(list(target), payload, settings)
     elif kind == "callback":
-        send_callback(list(target), payload, max(settings.alert_timeout, 30.0))
+        from orchestrator.engine.taskenv import EnvPolicy
+
+        policy = EnvPolicy.for_settings(settings)
+        send_callback(list(target), payload, max(settings.alert_timeout, 30.0), policy)
     else:
         raise DeliveryError(f"unknown notifier {kind!r}", retry=False)
