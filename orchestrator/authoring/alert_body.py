@@ -28,6 +28,7 @@ from jinja2.sandbox import SandboxedEnvironment
 SAMPLE_PAYLOAD: dict[str, Any] = {
     "version": 1,
     "alert_id": 1,
+    "id": 1,
     "key": "run_failed:sample",
     "kind": "run_failed",
     "dag_id": "sample_dag",
