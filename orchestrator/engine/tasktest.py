@@ -106,10 +106,44 @@ def run_task_test(
             return 1
         print(outcome["result"])
         return 0
+    if task.python_env:  # @task.virtualenv / external_python: in its own interpreter
+        return _test_in_python_env(settings, dag, task, ctx, logger)
     try:
         value = task.fn(ctx) if _takes_argument(task.fn) else task.fn()
     except Exception:
         logger.exception("task %s failed", task_id)
         return 1
     print(json.dumps(value, default=str))
+    return 0
+
+
+class _Terminal:
+    """The try's log of a task test: this process's stdout."""
+
+    def write_bytes(self, data: bytes) -> None:
+        sys.stdout.flush()
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+
+    def end_of_output(self) -> None:
+        sys.stdout.flush()
+
+
+def _test_in_python_env(settings: Settings, dag, task, ctx: TaskContext, logger) -> int:
+    from orchestrator.engine.runner import _run_command
+    from orchestrator.engine.virtualenv_task import run_in_python_env
+
+    job = {
+        "timezone": dag.timezone,
+        "results": {},
+        "env": task.env,
+        "cwd": os.path.dirname(os.path.abspath(dag.fileloc)) if dag.fileloc else None,
+        "venv_cache_dir": settings.venv_cache_dir,
+        "venv_installer": settings.venv_installer,
+        "max_result_bytes": settings.max_result_bytes,
+    }
+    outcome = run_in_python_env(task, job, ctx, _Terminal(), logger, _run_command)
+    if not outcome["ok"]:
+        return 1
+    print(outcome["result"] if outcome["result"] is not None else "null")
     return 0

@@ -345,3 +345,16 @@ def test_uv_builds_the_environment_when_it_is_on_path(tmp_path):
     assert (
         subprocess.run(check, capture_output=True, text=True, check=True).stdout.strip() == "0.10.0"
     )
+
+
+def test_tasks_test_runs_a_virtualenv_task_in_its_environment(
+    settings, write_dag, venv_cache, capfd
+):
+    from orchestrator.engine.tasktest import run_task_test
+
+    write_dag("pretty.py", PRETTY_DAG)
+    venv_settings = settings.with_(venv_cache_dir=str(venv_cache))
+    assert run_task_test(venv_settings, "pretty", "again", None, {}) == 0
+    out = capfd.readouterr().out
+    assert out.splitlines()[-1] == '"0.10.0"'
+    assert "virtual environment" in out
