@@ -25,6 +25,9 @@ from orchestrator.engine.venv_cache import VenvBuildError, ensure_venv
 
 BOOTSTRAP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "venv_bootstrap.py")
 _TAIL = 8192
+# the worker's module search path must not leak into a build: pip would find the
+# worker's packages there and call them "already satisfied"
+_BUILD_DROPS = ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONUSERBASE", "PYTHONSAFEPATH")
 
 
 class _Tail:
@@ -102,9 +105,11 @@ def run_in_python_env(
     for handler in logger.handlers:
         handler.flush()
 
+    build_env = {k: v for k, v in env.items() if k not in _BUILD_DROPS}
+
     def run(argv: list[str]) -> tuple[int, str]:
         tail = _Tail(logfile)
-        status = run_command(argv, tail, env=env, cwd=cwd)
+        status = run_command(argv, tail, env=build_env, cwd=cwd)
         for handler in logger.handlers:
             handler.flush()
         return status, tail.data.decode("utf-8", "replace")

@@ -358,3 +358,33 @@ def test_tasks_test_runs_a_virtualenv_task_in_its_environment(
     out = capfd.readouterr().out
     assert out.splitlines()[-1] == '"0.10.0"'
     assert "virtual environment" in out
+
+
+def test_the_workers_module_path_does_not_leak_into_a_build(venv_harness, write_dag, tmp_path):
+    """A tabulate 0.10.0 on the PYTHONPATH the task is given: pip must not take it for
+    installed (it is not in the environment), and the function must not import it."""
+    fake = tmp_path / "fake_site"
+    (fake / "tabulate-0.10.0.dist-info").mkdir(parents=True)
+    (fake / "tabulate-0.10.0.dist-info" / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: tabulate\nVersion: 0.10.0\n"
+    )
+    (fake / "tabulate-0.10.0.dist-info" / "RECORD").write_text("")
+    (fake / "tabulate.py").write_text("__version__ = 'fake'\n")
+    h = venv_harness
+    write_dag(
+        "leak.py",
+        f"""
+        from orchestrator import DAG, task
+
+        with DAG("leak", schedule=None) as dag:
+            @task.virtualenv(requirements=["tabulate>=0.10,<0.11"], env={{"PYTHONPATH": {str(fake)!r}}})
+            def which():
+                import tabulate
+
+                return tabulate.__version__
+        """,
+    )
+    assert h.parse().errors == 0
+    run = h.store.trigger_run("leak", h.clock.now())
+    h.run_until_finished(run.run_id)
+    assert _result(h.store, run.run_id, "which") == ("success", "0.10.0")
