@@ -37,7 +37,12 @@ RunCommand = Callable[[list[str]], tuple[int, str]]
 
 
 class VenvBuildError(OrchestratorError):
-    """Building a task's virtual environment failed; the message has the installer's error."""
+    """Building a task's virtual environment failed; the message has the installer's
+    error, ``summary`` the first line alone (for a log that shows the output already)."""
+
+    def __init__(self, message: str, summary: str | None = None) -> None:
+        super().__init__(message)
+        self.summary = summary or message
 
 
 def venv_key(python: str, requirements: Sequence[str], system_site_packages: bool) -> str:
@@ -123,11 +128,16 @@ def ensure_venv(
             status, tail = run(argv)
             if status != 0:
                 shutil.rmtree(folder, ignore_errors=True)
-                shown = " ".join(argv[:4]) + (" ..." if len(argv) > 4 else "")
-                raise VenvBuildError(
-                    f"building virtual environment {key} failed: `{shown}` exited with "
-                    f"status {status}:\n{tail.strip()}"
+                step = "pip install " + " ".join(requirements) if "install" in argv else "venv"
+                if chosen[0] == "uv":
+                    step = "uv " + step
+                elif step == "venv":
+                    step = "python -m venv"
+                head = (
+                    f"building virtual environment {key} failed: {step[:300]} "
+                    f"exited with status {status}"
                 )
+                raise VenvBuildError(f"{head}:\n{tail.strip()}", f"{head} (its output is above)")
         _write_marker(marker, key, python, requirements, system_site_packages, chosen[0])
         log.info("built virtual environment %s", key)
     return venv_python(folder)

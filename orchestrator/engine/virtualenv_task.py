@@ -127,8 +127,11 @@ def run_in_python_env(
                 run=run,
                 log=logger,
             )
-    except (VenvBuildError, OSError) as exc:
-        return _failure(logger, str(exc))
+    except VenvBuildError as exc:
+        logger.error("failed: %s", exc.summary)
+        return {"ok": False, "error": str(exc), "exit_status": None}
+    except OSError as exc:
+        return _failure(logger, f"cannot prepare the task's interpreter: {exc}")
     with tempfile.TemporaryDirectory(prefix="orchestrator-try-") as folder:
         source, out = os.path.join(folder, "in.json"), os.path.join(folder, "out.json")
         with open(source, "w") as fh:

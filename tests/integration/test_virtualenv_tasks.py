@@ -140,7 +140,8 @@ def test_a_requirement_that_does_not_exist_fails_the_try_with_pips_error(
     assert h.run_until_finished(run.run_id).state == "failed"
     assert h.store.task_instance(run.run_id, "never").state == "failed"
     error = _error(h.store, run.run_id, "never")
-    assert "building virtual environment" in error and "exited with status" in error
+    assert "building virtual environment" in error
+    assert "pip install orchestrator-no-such-package-zz==9.9.9 exited with status 1:" in error
     assert "No matching distribution found for orchestrator-no-such-package-zz==9.9.9" in error
     assert "No matching distribution found" in _log(h, run.run_id, "never")
     # nothing half-built is left to be mistaken for a ready environment
