@@ -389,3 +389,39 @@ def test_the_workers_module_path_does_not_leak_into_a_build(venv_harness, write_
     run = h.store.trigger_run("leak", h.clock.now())
     h.run_until_finished(run.run_id)
     assert _result(h.store, run.run_id, "which") == ("success", "0.10.0")
+
+
+def test_system_site_packages_and_a_python_the_worker_does_not_have(venv_harness, write_dag):
+    h = venv_harness
+    write_dag(
+        "sites.py",
+        """
+        from orchestrator import DAG, task
+
+        with DAG("sites", schedule=None) as dag:
+            @task.virtualenv(system_site_packages=True)
+            def with_site():
+                import importlib.util
+
+                return importlib.util.find_spec("networkx") is not None  # beside the worker
+
+            @task.virtualenv
+            def without_site():
+                import importlib.util
+
+                return importlib.util.find_spec("networkx") is not None
+
+            @task.virtualenv(python="no-such-python-9.9")
+            def nowhere():
+                return 1
+        """,
+    )
+    assert h.parse().errors == 0
+    run = h.store.trigger_run("sites", h.clock.now())
+    h.run_until_finished(run.run_id)
+    assert _result(h.store, run.run_id, "with_site") == ("success", True)
+    assert _result(h.store, run.run_id, "without_site") == ("success", False)
+    assert h.store.task_instance(run.run_id, "nowhere").state == "failed"
+    assert "virtualenv python 'no-such-python-9.9' is not an executable on this worker" in _error(
+        h.store, run.run_id, "nowhere"
+    )
