@@ -425,3 +425,63 @@ def test_system_site_packages_and_a_python_the_worker_does_not_have(venv_harness
     assert "virtualenv python 'no-such-python-9.9' is not an executable on this worker" in _error(
         h.store, run.run_id, "nowhere"
     )
+
+
+@pytest.fixture
+def own_cache_harness(store, settings, clock, tmp_path):
+    h = Harness(store, settings.with_(venv_cache_dir=str(tmp_path / "own-venvs")), clock)
+    yield h
+    h.close()
+
+
+def test_a_build_killed_by_the_timeout_is_built_again_by_the_next_try(
+    own_cache_harness, write_dag, tmp_path
+):
+    """The try's timeout kills the build half-way (python -m venv takes longer than 1 s):
+    no marker is left, the lock is free, and the next build starts over and completes."""
+    h = own_cache_harness
+    venv_cache = tmp_path / "own-venvs"
+    write_dag(
+        "killed.py",
+        """
+        from orchestrator import DAG, task
+
+        with DAG("killed", schedule=None) as dag:
+            @task.virtualenv(requirements=["tabulate>=0.9"], timeout=1)
+            def slow_build():
+                import tabulate
+
+                return tabulate.__version__
+        """,
+    )
+    assert h.parse().errors == 0
+    run = h.store.trigger_run("killed", h.clock.now())
+    h.tick()
+    h.worker.run_until_idle()
+    assert h.store.task_instance(run.run_id, "slow_build").state == "failed"
+    key = venv_key(sys.executable, ["tabulate>=0.9"], False)
+    assert not (venv_cache / key / MARKER).exists()
+    half_built = (venv_cache / key).exists()  # killed during python -m venv, or before it
+    lines: list[str] = []
+
+    class Log:
+        def info(self, fmt, *args):
+            lines.append(fmt % args)
+
+    def run(argv):
+        done = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=300)
+        return done.returncode, done.stdout + done.stderr
+
+    python = ensure_venv(
+        str(venv_cache),
+        sys.executable,
+        ["tabulate>=0.9"],
+        False,
+        installer="pip",
+        run=run,
+        log=Log(),
+    )
+    assert (venv_cache / key / MARKER).is_file()
+    assert not any("waiting" in line for line in lines)  # the killed build's lock is free
+    assert any("removing the unfinished build" in line for line in lines) == half_built
+    assert subprocess.run([python, "-I", "-c", "import tabulate"], check=False).returncode == 0
