@@ -10,6 +10,8 @@ function, and writes ``{"ok": true, "result": <JSON text or null>}`` or ``{"ok":
 try's log. Keep it runnable by any Python 3.8 or later.
 """
 
+import __future__
+
 import json
 import logging
 import os
@@ -80,7 +82,9 @@ def main(argv):
     function = job["function"]
     namespace = {"__name__": "__orchestrator_task__", "__file__": function["filename"]}
     try:
-        code = compile(function["source"], function["filename"], "exec")
+        # annotations stay unevaluated: they may name what only the DAG file imports
+        flags = __future__.annotations.compiler_flag
+        code = compile(function["source"], function["filename"], "exec", flags, dont_inherit=True)
         exec(code, namespace)  # noqa: S102 - the task's own function, from its DAG file
         fn = namespace[function["name"]]
         ctx = TaskContext(job["context"], log)

@@ -157,8 +157,13 @@ def test_external_python_uses_an_existing_interpreter_and_a_missing_one_fails(
         "external.py",
         f"""
         from orchestrator import DAG, task
+        from orchestrator.authoring.context import TaskContext
 
         with DAG("external", schedule=None, params={{"n": 20}}) as dag:
+            @task.external_python(python={sys.executable!r})
+            def annotated(ctx: TaskContext) -> list[TaskContext]:
+                return [ctx.task_id]
+
             @task.external_python(python={sys.executable!r})
             def here(ctx):
                 import sys
@@ -186,6 +191,8 @@ def test_external_python_uses_an_existing_interpreter_and_a_missing_one_fails(
     run = h.store.trigger_run("external", h.clock.now())
     h.run_until_finished(run.run_id)
     assert _result(h.store, run.run_id, "here") == ("success", [sys.executable, 1, 21])
+    # annotations naming what only the DAG file imports are never evaluated there
+    assert _result(h.store, run.run_id, "annotated") == ("success", ["annotated"])
     assert h.store.task_instance(run.run_id, "nowhere").state == "failed"
     assert "/nonexistent/bin/python is not an executable file" in _error(
         h.store, run.run_id, "nowhere"
