@@ -60,8 +60,10 @@ def _context(job: dict[str, Any], ctx: Any) -> dict[str, Any]:
         "upstream": list(ctx.upstream_ids),
         "results": job.get("results") or {},
     }
-    if job.get("map_index") is not None:
-        data["map_index"] = job["map_index"]
+    # a mapped task's index, wherever the runner keeps it (the job or the context)
+    map_index = job.get("map_index", getattr(ctx, "map_index", None))
+    if map_index is not None and map_index != -1:
+        data["map_index"] = map_index
     return data
 
 
