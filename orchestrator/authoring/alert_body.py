@@ -33,8 +33,8 @@ SAMPLE_PAYLOAD: dict[str, Any] = {
     "kind": "run_failed",
     "dag_id": "sample_dag",
     "run_id": 'manual__"}{{ 7*7 }}',
-    "task_id": None,
-    "try_number": None,
+    "task_id": "sample_task",
+    "try_number": 1,
     "logical_date": "2026-01-01T00:00:00+00:00",
     "message": 'task x: RuntimeError: "quoted" <b>\\ {% raw %}\n',
     "created_at": "2026-01-01T00:00:00+00:00",
@@ -61,6 +61,8 @@ def render_body(template: str, payload: dict[str, Any]) -> str:
         text = _compile(template).render({**payload, "alert": payload})
     except TemplateError as exc:
         raise ValueError(f"body template: {exc}") from None
+    except Exception as exc:  # noqa: BLE001 - e.g. arithmetic on a null try_number
+        raise ValueError(f"body template: {type(exc).__name__}: {exc}") from None
     try:
         json.loads(text)
     except ValueError as exc:

@@ -148,6 +148,7 @@ def test_a_webhook_body_template_writes_values_as_json_never_as_syntax(
         ('{"a": 1,\n "text": {{ message | nosuchfilter }}}', "body template, line 2"),
         ('{"text": {{ nosuchname }}}', "'nosuchname' is undefined"),
         ('{"text": "{{ message }}"}', "does not render JSON"),
+        ('{"x": {{ message.__class__.__mro__ }}}', "access to attribute '__class__'"),  # sandboxed
         ("", "body must be a non-empty template string"),
     ],
 )
