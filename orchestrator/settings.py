@@ -152,6 +152,12 @@ FIELDS: dict[str, tuple[type, Any, str]] = {
         100.0,
         "/health fails when the disk of the state folder or SQLite file has less free space",
     ),
+    # issue 17: logs from any machine (log chunks shipped to the store)
+    "log_ship_seconds": (
+        float,
+        1.0,
+        "how often a worker ships what its running tries' logs gained to the store",
+    ),
 }
 
 
@@ -207,6 +213,8 @@ class Settings:
     db_idle_in_transaction_timeout: float | None
     db_keepalive_seconds: float | None
     health_min_free_mb: float
+    # issue 17: logs from any machine (log chunks shipped to the store)
+    log_ship_seconds: float
 
     @property
     def log_dir(self) -> str:

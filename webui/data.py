@@ -216,7 +216,7 @@ def _request_text(request: Request) -> str:
 def task_page(
     store: Store, run_id: str, task_id: str, now: datetime, log_dir: str, stale: timedelta
 ) -> dict[str, Any]:
-    from .logs import read_log
+    from .logs import read_try_log
 
     ti = store.task_instance(run_id, task_id)
     run = store.get_run(run_id)
@@ -224,7 +224,7 @@ def task_page(
     spec = store.spec(run.dag_id, run.version_hash)
     task = spec.tasks.get(task_id)
     tries = store.tries(run_id, task_id)
-    logs = {t.try_number: read_log(log_dir, t.log_path) for t in tries}
+    logs = {t.try_number: read_try_log(store, log_dir, t) for t in tries}
     upstream = list(task.upstream) if task else []
     results = store.results(run_id, upstream)
     command, command_error = ("", "")

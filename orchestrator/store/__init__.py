@@ -18,6 +18,7 @@ from orchestrator.store.explain_store import ExplainStore
 from orchestrator.store.finish import FinishStore
 from orchestrator.store.handback import HandbackStore
 from orchestrator.store.leader import LeaderStore
+from orchestrator.store.log_store import LogStore
 from orchestrator.store.release import ReleaseStore
 from orchestrator.store.retention_store import RetentionStore
 from orchestrator.store.run_store import RunStore
@@ -43,6 +44,7 @@ class Store(
     ExplainStore,
     AlertStore,
     RetentionStore,  # observability (issue 6)
+    LogStore,  # try logs shipped to the store (issue 17)
 ):
     """All the transitions and reads, one mixin per concept (one base per line)."""
 

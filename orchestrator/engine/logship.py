@@ -1,0 +1,130 @@
+"""A worker ships its tries' log files to the store, so any machine can read them.
+
+The task process writes a try's log file (``engine/tasklog.py``, secrets masked before
+the bytes reach the file); it has no database access. The worker tails each running
+try's file and appends what is new to ``log_chunks`` (``store.ship_log``): every
+``log_ship_seconds`` for the running tries, and once more when a try ends, before its
+outcome is recorded. A worker killed mid-try loses only what it had not shipped yet;
+what it shipped stays readable after its machine is gone.
+
+At most ``max_log_bytes`` plus ``SHIP_SLACK`` bytes of one try are shipped (room for the
+truncation marker and the closing lines the log file holds past the cap); past that
+the worker ships one line saying so and nothing more of that try.
+
+>>> shipper = LogShipper(store, max_log_bytes=10 * 2**20)  # doctest: +SKIP
+>>> shipper.start(claim.ti_id, claim.try_number, "/state/logs/etl/r/t/1.log")  # doctest: +SKIP
+>>> shipper.ship(now, live={(claim.ti_id, claim.try_number)})  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Collection
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from orchestrator.store.identity import DatabaseGoneError
+from orchestrator.store.log_store import LogPiece
+
+log = logging.getLogger(__name__)
+
+SHIP_SLACK = 64 * 1024  # bytes shipped past max_log_bytes: markers and closing lines
+PIECE_BYTES = 256 * 1024  # the largest piece (one row)
+
+Key = tuple[int, int]  # (task instance id, try number)
+
+
+@dataclass
+class _Tail:
+    path: str
+    shipped: int = 0  # bytes of the file shipped so far
+    seq: int = 0  # the next piece's number
+    capped: bool = False  # the cap's marker was shipped: nothing more
+
+
+class LogShipper:
+    """What a worker has shipped of each of its tries' logs, and the next pieces."""
+
+    def __init__(self, store: Any, max_log_bytes: int) -> None:
+        self.store = store
+        self.limit = max_log_bytes + SHIP_SLACK
+        self._tails: dict[Key, _Tail] = {}
+
+    def start(self, ti_id: int, try_number: int, path: str) -> None:
+        self._tails[(ti_id, try_number)] = _Tail(path)
+
+    def __len__(self) -> int:
+        return len(self._tails)
+
+    def ended(self, live: Collection[Key]) -> bool:
+        """True if a try this shipper follows is no longer running (``live``)."""
+        return any(key not in live for key in self._tails)
+
+    def ship(self, now: datetime, live: Collection[Key], *, ended_only: bool = False) -> int:
+        """Ship what is new in the logs (only of the tries that ended, if ``ended_only``)
+        in one transaction; returns the bytes shipped. A try not in ``live`` has ended:
+        its file is complete, and once shipped the shipper forgets it. If the store
+        cannot be written, nothing moves on and the next call ships it again."""
+        keys = [k for k in self._tails if not (ended_only and k in live)]
+        pieces: list[LogPiece] = []
+        moved: dict[Key, tuple[int, int, bool]] = {}
+        for key in keys:
+            tail = self._tails[key]
+            new, shipped, seq, capped = self._pieces(key, tail)
+            pieces += new
+            moved[key] = (shipped, seq, capped)
+        if pieces:
+            try:
+                self.store.ship_log(pieces, now)
+            except DatabaseGoneError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - the database may be down: next round
+                log.warning(
+                    "cannot ship %d log piece(s) yet (%s); will retry",
+                    len(pieces),
+                    str(exc).splitlines()[0],
+                )
+                return 0
+        for key, (shipped, seq, capped) in moved.items():
+            tail = self._tails[key]
+            tail.shipped, tail.seq, tail.capped = shipped, seq, capped
+            if key not in live:
+                del self._tails[key]
+        return sum(len(p.data) for p in pieces)
+
+    def _pieces(self, key: Key, tail: _Tail) -> tuple[list[LogPiece], int, int, bool]:
+        if tail.capped:
+            return [], tail.shipped, tail.seq, True
+        try:
+            size = os.stat(tail.path).st_size
+        except OSError:
+            return [], tail.shipped, tail.seq, False  # not written yet (or gone)
+        end = min(size, self.limit)
+        pieces: list[LogPiece] = []
+        at, seq = tail.shipped, tail.seq
+        if end > at:
+            try:
+                with open(tail.path, "rb") as f:
+                    f.seek(at)
+                    data = f.read(end - at)
+            except OSError:
+                data = b""
+            for i in range(0, len(data), PIECE_BYTES):
+                part = data[i : i + PIECE_BYTES]
+                pieces.append(LogPiece(key[0], key[1], seq, at, part))
+                seq += 1
+                at += len(part)
+        capped = False
+        if size > self.limit and at >= self.limit:
+            marker = (
+                f"\n[orchestrator: the worker shipped the first {self.limit} bytes of this "
+                f"log to the store (max_log_bytes + {SHIP_SLACK}); the rest stayed in the "
+                "worker's log folder]\n"
+            ).encode()
+            pieces.append(LogPiece(key[0], key[1], seq, at, marker))
+            seq += 1
+            at += len(marker)
+            capped = True
+        return pieces, at, seq, capped
