@@ -51,6 +51,7 @@ class LogShipper:
         self.store = store
         self.limit = max_log_bytes + SHIP_SLACK
         self._tails: dict[Key, _Tail] = {}
+        self._prepared: tuple[dict[Key, tuple[int, int, bool]], set[Key]] = ({}, set())
 
     def start(self, ti_id: int, try_number: int, path: str) -> None:
         self._tails[(ti_id, try_number)] = _Tail(path)
@@ -64,17 +65,10 @@ class LogShipper:
 
     def ship(self, now: datetime, live: Collection[Key], *, ended_only: bool = False) -> int:
         """Ship what is new in the logs (only of the tries that ended, if ``ended_only``)
-        in one transaction; returns the bytes shipped. A try not in ``live`` has ended:
-        its file is complete, and once shipped the shipper forgets it. If the store
-        cannot be written, nothing moves on and the next call ships it again."""
-        keys = [k for k in self._tails if not (ended_only and k in live)]
-        pieces: list[LogPiece] = []
-        moved: dict[Key, tuple[int, int, bool]] = {}
-        for key in keys:
-            tail = self._tails[key]
-            new, shipped, seq, capped = self._pieces(key, tail)
-            pieces += new
-            moved[key] = (shipped, seq, capped)
+        in a transaction of its own; returns the bytes shipped. A try not in ``live``
+        has ended: its file is complete, and once shipped the shipper forgets it. If
+        the store cannot be written, nothing moves on and the next call ships it again."""
+        pieces = self.prepare(live, ended_only=ended_only)
         if pieces:
             try:
                 self.store.ship_log(pieces, now)
@@ -87,12 +81,35 @@ class LogShipper:
                     str(exc).splitlines()[0],
                 )
                 return 0
+        self.committed()
+        return sum(len(p.data) for p in pieces)
+
+    def prepare(self, live: Collection[Key], *, ended_only: bool = False) -> list[LogPiece]:
+        """The next pieces to ship (see :meth:`ship`), for a transaction of the caller's:
+        the worker's outcome commit carries the ends of the logs of the tries it
+        records. Call :meth:`committed` once that transaction committed."""
+        pieces: list[LogPiece] = []
+        moved: dict[Key, tuple[int, int, bool]] = {}
+        for key, tail in self._tails.items():
+            if ended_only and key in live:
+                continue
+            new, shipped, seq, capped = self._pieces(key, tail)
+            pieces += new
+            moved[key] = (shipped, seq, capped)
+        self._prepared = (moved, set(live))
+        return pieces
+
+    def committed(self) -> None:
+        """The pieces of the last :meth:`prepare` are stored: move on, forget ended tries."""
+        moved, live = self._prepared
+        self._prepared = ({}, set())
         for key, (shipped, seq, capped) in moved.items():
-            tail = self._tails[key]
+            tail = self._tails.get(key)
+            if tail is None:
+                continue
             tail.shipped, tail.seq, tail.capped = shipped, seq, capped
             if key not in live:
                 del self._tails[key]
-        return sum(len(p.data) for p in pieces)
 
     def _pieces(self, key: Key, tail: _Tail) -> tuple[list[LogPiece], int, int, bool]:
         if tail.capped:

@@ -397,8 +397,12 @@ class Worker:
         when something is left that it alone decides (a failure, another trigger rule,
         a finished run), so it does not tick once per task.
         """
-        if self._logs.ended(live := self._live()):  # a try's whole log, before its outcome
-            self._logs.ship(self.clock.now(), live, ended_only=True)
+        pieces: list | None = None  # the ends of ended tries' logs, for the first commit
+        if self._logs.ended(live := self._live()):
+            if self._outbox and self._outbox[0][1]:  # a success first: its commit carries them
+                pieces = self._logs.prepare(live, ended_only=True)
+            else:
+                self._logs.ship(self.clock.now(), live, ended_only=True)
         recorded = 0
         wake_scheduler = False
         claimed: tuple[list[Claim], datetime] | None = None  # and when they were claimed
@@ -415,14 +419,18 @@ class Worker:
                     if len(batch) == len(self._outbox) and free > 0:
                         claimed_at = self.clock.now()
                         done, claims = self.store.finish_and_claim(
-                            batch, self.id, claimed_at, self.lease, limit=free, queues=self.queues
-                        )
+                            batch, self.id, claimed_at, self.lease, limit=free,
+                            queues=self.queues, log_pieces=pieces or (),
+                        )  # fmt: skip
                         claimed = (claims, claimed_at)
                         self._last_claim = time.monotonic()
                         # a full batch may leave more behind; a short one: nothing else
                         self._claim_hint = len(claims) == free
                     else:
-                        done = self.store.finish_successes(batch)
+                        done = self.store.finish_successes(batch, log_pieces=pieces or ())
+                    if pieces is not None:
+                        self._logs.committed()
+                        pieces = None
                     wake_scheduler = wake_scheduler or any(
                         f.needs_scheduler or not f.recorded for f in done
                     )

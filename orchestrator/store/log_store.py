@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import io
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import Connection, func, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
@@ -56,18 +57,8 @@ class LogStore(StoreBase):
         """Append shipped pieces, in one transaction; returns how many were new."""
         if not pieces:
             return 0
-        rows = [
-            {"ti_id": p.ti_id, "try_number": p.try_number, "seq": p.seq,
-             "start_byte": p.start_byte, "end_byte": p.start_byte + len(p.data),
-             "data": p.data, "created_at": now}
-            for p in pieces
-        ]  # fmt: skip
-        dialect_insert = pg_insert if self.is_postgres else sqlite_insert
-        stmt = dialect_insert(lc).on_conflict_do_nothing(
-            index_elements=["ti_id", "try_number", "seq"]
-        )
         with self.write() as conn:
-            return len(conn.execute(stmt.returning(lc.c.id), rows).all())
+            return insert_pieces(conn, pieces, now)
 
     def stored_log_size(self, ti_id: int, try_number: int) -> tuple[int, int]:
         """(bytes shipped, pieces shipped) of one try."""
@@ -100,6 +91,22 @@ class LogStore(StoreBase):
             ).all()
         data = _join(rows, start)[:limit]
         return StoredLog(data, start, size, count)
+
+
+def insert_pieces(conn: Connection, pieces: Sequence[LogPiece], now: datetime) -> int:
+    """Append pieces inside the caller's transaction (a worker's outcome commit, or
+    :meth:`LogStore.ship_log`); one already stored is left alone. Returns how many were new."""
+    rows = [
+        {"ti_id": p.ti_id, "try_number": p.try_number, "seq": p.seq,
+         "start_byte": p.start_byte, "end_byte": p.start_byte + len(p.data),
+         "data": p.data, "created_at": now}
+        for p in pieces
+    ]  # fmt: skip
+    if not rows:
+        return 0
+    dialect_insert = pg_insert if conn.dialect.name == "postgresql" else sqlite_insert
+    stmt = dialect_insert(lc).on_conflict_do_nothing(index_elements=["ti_id", "try_number", "seq"])
+    return len(conn.execute(stmt.returning(lc.c.id), rows).all())
 
 
 def _join(rows: list, start: int) -> bytes:
