@@ -25,6 +25,7 @@ from orchestrator.store.run_store import RunStore
 from orchestrator.store.task_store import TaskStore
 from orchestrator.store.ui_actions import UiActionStore
 from orchestrator.store.user_store import UserStore
+from orchestrator.store.version_store import VersionStore
 
 
 class Store(
@@ -45,6 +46,7 @@ class Store(
     AlertStore,
     RetentionStore,  # observability (issue 6)
     LogStore,  # try logs shipped to the store (issue 17)
+    VersionStore,  # a DAG's stored versions (issue 17)
 ):
     """All the transitions and reads, one mixin per concept (one base per line)."""
 

@@ -120,9 +120,11 @@ def dag_summary(dag_id: str) -> Response:
 @bp.get("/runs/<run_id>")
 def run(run_id: str) -> Response:
     ctx = data.run_facts(get_store(), run_id)  # no graph layout, no Gantt: not returned
+    version = data.run_version(get_store(), ctx["run"])["version"]
     return jsonify(
         ctx["run"].to_dict()
         | {
+            "dag_version": version.number if version else None,
             "task_instances": [t.to_dict() for t in ctx["tis"]],
             "tries": [t.to_dict() for t in ctx["tries"]],
         }
