@@ -58,7 +58,7 @@ class LogStore(StoreBase):
         if not pieces:
             return 0
         with self.write() as conn:
-            return insert_pieces(conn, pieces, now)
+            return insert_pieces(conn, pieces, now, count=True) or 0
 
     def stored_log_size(self, ti_id: int, try_number: int) -> tuple[int, int]:
         """(bytes shipped, pieces shipped) of one try."""
@@ -93,9 +93,12 @@ class LogStore(StoreBase):
         return StoredLog(data, start, size, count)
 
 
-def insert_pieces(conn: Connection, pieces: Sequence[LogPiece], now: datetime) -> int:
+def insert_pieces(
+    conn: Connection, pieces: Sequence[LogPiece], now: datetime, *, count: bool = False
+) -> int | None:
     """Append pieces inside the caller's transaction (a worker's outcome commit, or
-    :meth:`LogStore.ship_log`); one already stored is left alone. Returns how many were new."""
+    :meth:`LogStore.ship_log`); one already stored is left alone. ``count``: return how
+    many were new (a RETURNING per row; the outcome commit does without)."""
     rows = [
         {"ti_id": p.ti_id, "try_number": p.try_number, "seq": p.seq,
          "start_byte": p.start_byte, "end_byte": p.start_byte + len(p.data),
@@ -106,6 +109,9 @@ def insert_pieces(conn: Connection, pieces: Sequence[LogPiece], now: datetime) -
         return 0
     dialect_insert = pg_insert if conn.dialect.name == "postgresql" else sqlite_insert
     stmt = dialect_insert(lc).on_conflict_do_nothing(index_elements=["ti_id", "try_number", "seq"])
+    if not count:
+        conn.execute(stmt, rows)
+        return None
     return len(conn.execute(stmt.returning(lc.c.id), rows).all())
 
 
