@@ -178,3 +178,60 @@ def test_a_piece_shipped_twice_is_stored_once(store, clock):
     assert store.ship_log([piece], clock.now()) == 0  # a retried commit
     assert store.stored_log(12345, 1, 0).data == b"once\n"
     assert store.stored_log(12345, 2, 0).pieces == 0
+
+
+NOISY = r"""
+from orchestrator import DAG, task
+
+with DAG("noisy", schedule=None) as dag:
+    @task
+    def flood(ctx):
+        for i in range(20_000):
+            print(f"line {i:06d} " + "x" * 90)
+"""
+
+
+def test_the_cap_applies_to_what_is_shipped(store, settings, clock, write_dag):
+    write_dag("noisy.py", NOISY)
+    cap = 64 * 1024
+    harness = Harness(store, settings.with_(max_log_bytes=cap), clock)
+    try:
+        run_id = _run(harness, "noisy")
+    finally:
+        harness.close()
+    [t] = store.tries(run_id, "flood")
+    local = (Path(settings.log_dir) / t.log_path).read_bytes()
+    size, _ = store.stored_log_size(t.ti_id, 1)
+    assert size == len(local) < cap + 64 * 1024  # about 2 MB were written
+    with StoredLogFile(store, t.ti_id, 1) as f:
+        shipped = f.read()
+    assert shipped == local and b"log truncated" in shipped
+
+
+def test_follow_and_hostile_offsets_from_the_store(
+    store, settings, clock, write_dag, capsys, monkeypatch
+):
+    write_dag("talk.py", DAG_TEXT.replace("@task\n    def wait_for_go", "def _no"))
+    harness = Harness(store, settings, clock)
+    try:
+        run_id = _run(harness)
+    finally:
+        harness.close()
+    [t] = store.tries(run_id, "shout")
+    local = (Path(settings.log_dir) / t.log_path).read_text()
+    shutil.rmtree(settings.log_dir)
+    for name, value in (
+        ("DATABASE_URL", settings.database_url),
+        ("STATE_DIR", settings.state_dir),
+        ("DAGS_FOLDER", settings.dags_folder),
+    ):
+        monkeypatch.setenv(f"ORCHESTRATOR_{name}", value)  # fmt: skip
+    capsys.readouterr()
+    assert main(["tasks", "logs", run_id, "shout", "--follow"]) == 0  # finished: prints, ends
+    out = capsys.readouterr().out
+    assert out == local and "shouted" in out and "err" in out
+    client = create_app(settings, store, clock=clock).test_client()
+    url = f"/api/v1/runs/{run_id}/tasks/shout/tries/1/log"
+    assert client.get(url + "?offset=99999999").get_json()["text"] == ""
+    bad = client.get(url + "?offset=abc")
+    assert bad.status_code == 400 and "offset" in bad.get_json()["detail"]
