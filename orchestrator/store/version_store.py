@@ -66,6 +66,9 @@ class VersionStore(StoreBase):
         hash (at least 4 hex digits, unambiguous)."""
         versions = self.dag_versions(dag_id, count_runs=count_runs)
         text = (ref or "").strip().lower()
+        exact = next((x for x in versions if x.hash == text), None)
+        if exact is not None:  # a whole hash (a run's version_hash), whatever its digits
+            return exact
         if text == "current":
             return next(x for x in versions if x.is_current)
         if text.isdigit():
