@@ -20,18 +20,19 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from orchestrator.store.identity import DatabaseGoneError
 from orchestrator.store.log_store import LogPiece
 
 log = logging.getLogger(__name__)
 
 SHIP_SLACK = 64 * 1024  # bytes shipped past max_log_bytes: markers and closing lines
 PIECE_BYTES = 256 * 1024  # the largest piece (one row)
+WARN_EVERY = 30.0  # seconds between two warnings that shipping failed
 
 Key = tuple[int, int]  # (task instance id, try number)
 
@@ -51,6 +52,7 @@ class LogShipper:
         self.store = store
         self.limit = max_log_bytes + SHIP_SLACK
         self._tails: dict[Key, _Tail] = {}
+        self._warned = float("-inf")  # monotonic time of the last warning
         self._prepared: tuple[dict[Key, tuple[int, int, bool]], set[Key]] = ({}, set())
 
     def start(self, ti_id: int, try_number: int, path: str) -> None:
@@ -72,14 +74,14 @@ class LogShipper:
         if pieces:
             try:
                 self.store.ship_log(pieces, now)
-            except DatabaseGoneError:
-                raise
             except Exception as exc:  # noqa: BLE001 - the database may be down: next round
-                log.warning(
-                    "cannot ship %d log piece(s) yet (%s); will retry",
-                    len(pieces),
-                    str(exc).splitlines()[0],
-                )
+                if time.monotonic() - self._warned >= WARN_EVERY:  # the loop says the rest
+                    self._warned = time.monotonic()
+                    log.warning(
+                        "cannot ship %d log piece(s) yet (%s); will retry",
+                        len(pieces),
+                        str(exc).splitlines()[0],
+                    )
                 return 0
         self.committed()
         return sum(len(p.data) for p in pieces)
