@@ -26,6 +26,7 @@ from orchestrator.store.records import DagVersionRecord
 
 v, s, d, r = m.dag_versions, m.dag_sources, m.dags, m.dag_runs
 _HASH_PREFIX = re.compile(r"^[0-9a-f]{4,64}$")
+SUMMARY_BYTES = 256 * 1024  # the DAG page summarises changes of definitions up to this size
 
 
 class VersionStore(StoreBase):
@@ -125,3 +126,27 @@ class VersionStore(StoreBase):
                 x.number for x, t in zip((old, new), texts, strict=True) if t is None
             ],
         }
+
+    def changes_between(
+        self, dag_id: str, versions: list[DagVersionRecord], *, max_bytes: int = SUMMARY_BYTES
+    ) -> dict[int, list[str] | None]:
+        """For each version (by number), what changed in the definition since the one
+        before it, read in one query; None for the first version and where either
+        definition is larger than ``max_bytes`` (a page must not parse huge DAGs)."""
+        wanted = {x.number for x in versions} | {x.number - 1 for x in versions}
+        every = self.dag_versions(dag_id)
+        by_number = {x.number: x.hash for x in every if x.number in wanted}
+        with self.read() as conn:
+            rows = conn.execute(
+                select(v.c.hash, v.c.data).where(
+                    v.c.dag_id == dag_id,
+                    v.c.hash.in_(list(by_number.values())),
+                    func.length(v.c.data) <= max_bytes,
+                )
+            ).all()
+        data = {h: json.loads(d) for h, d in rows}
+        out: dict[int, list[str] | None] = {}
+        for x in versions:
+            old, new = data.get(by_number.get(x.number - 1, "")), data.get(x.hash)
+            out[x.number] = None if old is None or new is None else definition_changes(old, new)
+        return out

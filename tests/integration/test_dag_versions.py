@@ -64,6 +64,9 @@ def test_versions_are_numbered_found_and_compared(store, settings, clock, write_
     assert comment["changes"] == []  # the same definition: only the file changed
     assert "+# only a comment changed" in comment["diff"]
     assert store.version_source("etl", h1).text == V1  # the old file, as parsed then
+    summary = store.changes_between("etl", versions)
+    assert summary[1] is None and summary[3] == [] and "tasks added: load" in summary[2]
+    assert store.changes_between("etl", versions, max_bytes=10) == {1: None, 2: None, 3: None}
 
 
 @pytest.mark.parametrize(

@@ -43,6 +43,7 @@ def test_the_dag_page_lists_versions_with_a_diff_link(client, store):
     body = client.get("/dags/etl").get_data(as_text=True)
     assert 'id="versions"' in body and body.count('class="version-row"') == 2
     assert 'href="/dags/etl/versions/1/diff/2"' in body and "first version" in body
+    assert "task &#39;t&#39; changed: command" in body  # what changed, on the list
 
 
 def test_the_diff_page_shows_what_changed_escaped(client, store):
