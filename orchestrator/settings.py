@@ -184,6 +184,12 @@ FIELDS: dict[str, tuple[type, Any, str]] = {
         None,
         "Slack incoming-webhook URL every alert of every DAG is posted to",
     ),
+    # issue 17: logs from any machine (log chunks shipped to the store)
+    "log_ship_seconds": (
+        float,
+        1.0,
+        "how often a worker ships what its running tries' logs gained to the store",
+    ),
 }
 
 
@@ -246,6 +252,8 @@ class Settings:
     venv_cache_dir: str | None
     venv_installer: str
     alert_slack: str | None
+    # issue 17: logs from any machine (log chunks shipped to the store)
+    log_ship_seconds: float
 
     @property
     def log_dir(self) -> str:

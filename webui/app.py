@@ -103,6 +103,10 @@ def create_app(
 
     for module in (dags, runs, events, actions, auth, api, api_actions, health, metrics):
         app.register_blueprint(module.bp)
+    from .views import versions  # issue 17: DAG versions, pages and API
+
+    app.register_blueprint(versions.bp)
+    app.register_blueprint(versions.api_bp)
 
     app.before_request(check_request)
     app.after_request(_security_headers)

@@ -18,12 +18,14 @@ from orchestrator.store.explain_store import ExplainStore
 from orchestrator.store.finish import FinishStore
 from orchestrator.store.handback import HandbackStore
 from orchestrator.store.leader import LeaderStore
+from orchestrator.store.log_store import LogStore
 from orchestrator.store.release import ReleaseStore
 from orchestrator.store.retention_store import RetentionStore
 from orchestrator.store.run_store import RunStore
 from orchestrator.store.task_store import TaskStore
 from orchestrator.store.ui_actions import UiActionStore
 from orchestrator.store.user_store import UserStore
+from orchestrator.store.version_store import VersionStore
 
 
 class Store(
@@ -43,6 +45,8 @@ class Store(
     ExplainStore,
     AlertStore,
     RetentionStore,  # observability (issue 6)
+    LogStore,  # try logs shipped to the store (issue 17)
+    VersionStore,  # a DAG's stored versions (issue 17)
 ):
     """All the transitions and reads, one mixin per concept (one base per line)."""
 

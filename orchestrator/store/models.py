@@ -18,6 +18,7 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    LargeBinary,
     MetaData,
     String,
     Table,
@@ -225,6 +226,24 @@ task_tries = Table(
     # why a try with state 'lost' was lost: lease_expired | handed_back (0008)
     Column("lost_reason", String(32)),
     UniqueConstraint("ti_id", "try_number"),
+)
+
+# -- try logs shipped to the store by the worker that ran the try (migration 0018) ----------
+# the bytes of a try's log file as they were written (secrets already masked), in order:
+# ``seq`` 0, 1, 2... each holding bytes [start_byte, end_byte) of the file; keyed by the task
+# instance id and try number (no foreign key: retention deletes them with their tries)
+log_chunks = Table(
+    "log_chunks",
+    metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("ti_id", Id, nullable=False),
+    Column("try_number", Integer, nullable=False),
+    Column("seq", Integer, nullable=False),
+    Column("start_byte", BigInteger, nullable=False),
+    Column("end_byte", BigInteger, nullable=False),
+    Column("data", LargeBinary, nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    UniqueConstraint("ti_id", "try_number", "seq"),
 )
 
 events = Table(

@@ -17,6 +17,10 @@ ROUTES: list[tuple[str, str, str, tuple[str, ...], dict[str, str]]] = [
     ("get", "/runs/{run_id}/tasks/{task_id}/tries/{try_number}/log", "A try's log (tail, or from offset)", ("offset",), {}),
     ("get", "/events", "The event log, newest first", ("dag_id", "run_id", "kind", "before", "limit"), {}),
     ("get", "/import-errors", "DAG files that failed to import", (), {}),
+    # issue 17: DAG versions (ref: a version number, 'current' or a hash prefix)
+    ("get", "/dags/{dag_id}/versions", "A DAG's stored versions, oldest first", (), {}),
+    ("get", "/dags/{dag_id}/versions/{ref}", "One version: its file and what changed from the one before", (), {}),
+    ("get", "/dags/{dag_id}/versions/{a}/diff/{b}", "What changed from version a to b: definition and file diff", (), {}),
     ("get", "/csrf", "This session's CSRF token for POST requests", (), {}),
     ("post", "/dags/{dag_id}/runs", "Trigger a run", (), {"conf": "object"}),
     ("post", "/dags/{dag_id}/pause", "Pause or unpause", (), {"paused": "boolean"}),
