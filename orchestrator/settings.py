@@ -152,6 +152,19 @@ FIELDS: dict[str, tuple[type, Any, str]] = {
         100.0,
         "/health fails when the disk of the state folder or SQLite file has less free space",
     ),
+    # issue 16: variables, connections, secrets at rest
+    "secrets_key": (
+        str,
+        None,
+        "Fernet key(s), comma-separated, newest first, that encrypt secrets in the database; "
+        "default: the 0600 file <state_dir>/secrets_key, created on first use",
+    ),
+    "secrets_backend": (
+        str,
+        None,
+        "module:Class of a secrets backend asked after the environment and the database",
+    ),
+    "secrets_backend_kwargs": (str, None, "JSON object of keyword arguments for secrets_backend"),
 }
 
 
@@ -207,6 +220,10 @@ class Settings:
     db_idle_in_transaction_timeout: float | None
     db_keepalive_seconds: float | None
     health_min_free_mb: float
+    # issue 16: variables, connections, secrets at rest
+    secrets_key: str | None
+    secrets_backend: str | None
+    secrets_backend_kwargs: str | None
 
     @property
     def log_dir(self) -> str:

@@ -18,8 +18,11 @@ from zoneinfo import ZoneInfo
 from orchestrator.authoring.context import TaskContext
 from orchestrator.authoring.loader import DagImportError, load_file
 from orchestrator.authoring.templating import render_shell
+from orchestrator.engine.masking import Masker
 from orchestrator.engine.processor import dag_files
 from orchestrator.engine.runner import _takes_argument
+from orchestrator.engine.secrets_chain import SecretsChain
+from orchestrator.engine.task_secrets import chain_asker, masked_source
 from orchestrator.errors import ConfigError, NotFoundError
 from orchestrator.settings import Settings
 from orchestrator.store.run_rows import make_run_id
@@ -53,7 +56,12 @@ def parse_date(text: str | None, timezone: str) -> datetime:
 
 
 def run_task_test(
-    settings: Settings, dag_id: str, task_id: str, logical_date: str | None, params: dict
+    settings: Settings,
+    dag_id: str,
+    task_id: str,
+    logical_date: str | None,
+    params: dict,
+    store: object | None = None,
 ) -> int:
     dag = find_dag(settings, dag_id)
     if task_id not in dag.tasks:
@@ -71,6 +79,9 @@ def run_task_test(
     logger.addHandler(handler)
     logger.propagate = False
     run_id = make_run_id(dag_id, "test", when)
+    masker = Masker()  # variables and connections come from the environment, store, backend
+    handler.addFilter(lambda record: _mask_record(record, masker))
+    credentials = masked_source(chain_asker(SecretsChain(store, settings)), masker)
     ctx = TaskContext(
         dag_id=dag_id,
         run_id=run_id,
@@ -83,6 +94,7 @@ def run_task_test(
         idempotency_key=idempotency_key(dag_id, run_id, task_id),
         log=logger,
         upstream_ids=tuple(sorted(task.upstream_ids)),
+        credentials=credentials,
     )
     if task.kind == "shell":
         shell = render_shell(task.command, ctx.template_vars(dag.timezone))
@@ -113,3 +125,9 @@ def run_task_test(
         return 1
     print(json.dumps(value, default=str))
     return 0
+
+
+def _mask_record(record: logging.LogRecord, masker: Masker) -> bool:
+    if masker:
+        record.msg, record.args = masker.mask(record.getMessage()), None
+    return True

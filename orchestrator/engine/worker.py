@@ -29,6 +29,7 @@ from typing import Any
 from orchestrator.clock import Clock
 from orchestrator.engine.proctree import kill_tree
 from orchestrator.engine.runner import task_child
+from orchestrator.engine.secrets_chain import SecretsChain, answer_lookup
 from orchestrator.engine.taskenv import EnvPolicy
 from orchestrator.settings import Settings
 from orchestrator.store import Store
@@ -113,6 +114,7 @@ class Worker:
         self._last_claim = 0.0  # monotonic
         self.released = 0  # downstream tasks this worker queued itself when finishing
         self.ready = threading.Event()  # run_forever: children started, worker registered
+        self._secrets = SecretsChain(store, settings)  # what tries' lookups read (issue 16)
 
     # -- children --------------------------------------------------------------------------
     def _spawn(self) -> _Slot:
@@ -318,6 +320,8 @@ class Worker:
                 message = _NOTHING
             except Exception as exc:  # noqa: BLE001 - garbage on the channel
                 message = exc
+            if answer_lookup(self._secrets, slot.conn, message, (claim.ti_id, claim.try_number)):
+                continue  # the try asked for a variable or connection: it runs on
             self._busy.remove(slot)
             if message is not _NOTHING:
                 outcome = _outcome_of(message, (claim.ti_id, claim.try_number), slot.process.pid)

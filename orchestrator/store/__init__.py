@@ -12,6 +12,7 @@ from orchestrator.store.alert_store import AlertStore
 from orchestrator.store.backfill_store import BackfillStore
 from orchestrator.store.claims import ClaimStore
 from orchestrator.store.cluster_store import ClusterStore
+from orchestrator.store.connection_store import ConnectionStore
 from orchestrator.store.dag_store import DagStore
 from orchestrator.store.events import EventStore
 from orchestrator.store.explain_store import ExplainStore
@@ -24,6 +25,7 @@ from orchestrator.store.run_store import RunStore
 from orchestrator.store.task_store import TaskStore
 from orchestrator.store.ui_actions import UiActionStore
 from orchestrator.store.user_store import UserStore
+from orchestrator.store.variable_store import VariableStore
 
 
 class Store(
@@ -43,6 +45,8 @@ class Store(
     ExplainStore,
     AlertStore,
     RetentionStore,  # observability (issue 6)
+    VariableStore,  # issue 16: variables
+    ConnectionStore,  # issue 16: connections
 ):
     """All the transitions and reads, one mixin per concept (one base per line)."""
 

@@ -1,0 +1,96 @@
+"""Replacing secret values with ``***`` in what a try writes and reports.
+
+A try's :class:`Masker` learns every secret the try reads (a variable that is secret,
+a connection's password and extra) and masks them in its log (through
+:class:`~orchestrator.engine.tasklog.CappedLog`), its error text and its result. Each
+secret is also masked in the spellings it commonly takes when printed: percent-encoded
+(as in a connection's URI), JSON- and ``repr``-escaped. Values shorter than
+:data:`MIN_LENGTH` characters are not masked (they would mask every ``a`` or ``10``
+of a log); see docs/secrets.md.
+
+>>> m = Masker(); m.add("s3cret!")
+>>> m.mask("password=s3cret! url=pg://u:s3cret%21@h")
+'password=*** url=pg://u:***@h'
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+from urllib.parse import quote
+
+MASK = "***"
+MIN_LENGTH = 4
+
+
+class Masker:
+    def __init__(self) -> None:
+        self._secrets: set[str] = set()
+        self._text: re.Pattern[str] | None = None
+        self._bytes: re.Pattern[bytes] | None = None
+        self._prefixes: set[bytes] = set()
+        self.longest = 0  # bytes of the longest secret
+
+    def __bool__(self) -> bool:
+        return bool(self._secrets)
+
+    def add(self, value: str | None) -> None:
+        if not isinstance(value, str) or len(value.strip()) < MIN_LENGTH:
+            return
+        spellings = {
+            value,
+            quote(value, safe=""),
+            quote(value),
+            json.dumps(value)[1:-1],
+            repr(value)[1:-1],
+        }
+        spellings |= {line for line in value.splitlines() if len(line.strip()) >= MIN_LENGTH}
+        new = spellings - self._secrets
+        if not new:
+            return
+        self._secrets |= new
+        ordered = sorted(self._secrets, key=len, reverse=True)
+        self._text = re.compile("|".join(re.escape(s) for s in ordered))
+        encoded = [s.encode("utf-8", "surrogateescape") for s in ordered]
+        self._bytes = re.compile(b"|".join(re.escape(s) for s in encoded))
+        self.longest = max(len(s) for s in encoded)
+        for s in encoded:
+            self._prefixes.update(s[:i] for i in range(1, len(s)))
+
+    def mask(self, text: str) -> str:
+        if self._text is None or not isinstance(text, str):
+            return text
+        return self._text.sub(MASK, text)
+
+    def mask_bytes(self, data: bytes) -> bytes:
+        if self._bytes is None:
+            return data
+        return self._bytes.sub(MASK.encode(), data)
+
+    def held_back(self, data: bytes) -> int:
+        """How many bytes at the end of ``data`` may be the start of a secret that the
+        next write completes (so they wait for it)."""
+        for size in range(min(len(data), self.longest - 1), 0, -1):
+            if data[-size:] in self._prefixes:
+                return size
+        return 0
+
+    def mask_value(self, value: Any) -> Any:
+        """``value`` (a JSON value) with every secret masked in its strings."""
+        if not self:
+            return value
+        if isinstance(value, str):
+            return self.mask(value)
+        if isinstance(value, dict):
+            return {self.mask_value(k): self.mask_value(v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [self.mask_value(v) for v in value]
+        return value
+
+
+def mask_outcome(masker: Masker, outcome: dict[str, Any]) -> dict[str, Any]:
+    """A try's outcome with its error text masked (its result is masked as it is made)."""
+    if masker and isinstance(outcome.get("error"), str):
+        return {**outcome, "error": masker.mask(outcome["error"])}
+    return outcome

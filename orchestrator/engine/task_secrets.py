@@ -1,0 +1,96 @@
+"""In a task process: reading variables and connections through the worker.
+
+The task process holds no database URL and no secrets key. A lookup is one message
+on the channel to its worker (``(LOOKUP, tag, pid, kind, name)``), answered by the
+worker's :class:`~orchestrator.engine.secrets_chain.SecretsChain`. Every secret value
+that comes back is given to the try's :class:`~orchestrator.engine.masking.Masker`
+before the task sees it, so it is masked in everything the try writes from then on.
+Values are remembered for the rest of the try.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from orchestrator.authoring.credentials import (
+    Connection,
+    CredentialReadError,
+    CredentialSource,
+    VariableValue,
+    connection_from_fields,
+    leaf_strings,
+)
+from orchestrator.engine.masking import Masker
+from orchestrator.engine.secrets_chain import LOOKUP
+from orchestrator.errors import ConfigError
+
+Ask = Callable[[str, str], dict[str, Any]]
+
+
+def channel_asker(conn: Any, tag: Any, pid: int) -> Ask:
+    """Lookups over the task process's channel to the worker (which answers in turn)."""
+
+    def ask(kind: str, name: str) -> dict[str, Any]:
+        conn.send((LOOKUP, tag, pid, kind, name))
+        reply = conn.recv()
+        if not isinstance(reply, dict):
+            raise ConfigError(f"the worker answered a {kind} lookup with {type(reply).__name__}")
+        return reply
+
+    return ask
+
+
+def masked_source(ask: Ask, masker: Masker) -> CredentialSource:
+    """A :class:`CredentialSource` whose secrets the masker learns as they arrive."""
+    variables: dict[str, VariableValue | None] = {}
+    connections: dict[str, Connection | None] = {}
+
+    def variable(name: str) -> VariableValue | None:
+        if name not in variables:
+            reply = ask("variable", name)
+            if "error" in reply:
+                raise CredentialReadError(f"variable {name!r}: {reply['error']}")
+            found = reply.get("found")
+            value = None if found is None else VariableValue(*found)
+            if value is not None and value.secret:
+                masker.add(value.value)
+                if value.is_json:
+                    _add_json(masker, value.value)
+            variables[name] = value
+        return variables[name]
+
+    def connection(name: str) -> Connection | None:
+        if name not in connections:
+            reply = ask("connection", name)
+            if "error" in reply:
+                raise CredentialReadError(f"connection {name!r}: {reply['error']}")
+            found = reply.get("found")
+            conn = None
+            if found is not None:
+                found = dict(found)
+                conn = connection_from_fields(found.pop("conn_id", name), found)
+                for secret in conn.secret_values():
+                    masker.add(secret)
+            connections[name] = conn
+        return connections[name]
+
+    return CredentialSource(variable=variable, connection=connection)
+
+
+def chain_asker(chain: Any) -> Ask:
+    """Lookups straight from a chain (``tasks test``, the in-process paths)."""
+    from orchestrator.engine.secrets_chain import answer
+
+    return lambda kind, name: answer(chain, (LOOKUP, None, None, kind, name))
+
+
+def _add_json(masker: Masker, text: str) -> None:
+    import json
+
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return
+    for leaf in leaf_strings(value):
+        masker.add(leaf)
