@@ -136,6 +136,12 @@ class SecretsChain:
         return None
 
 
+def check_key(store: Any, settings: Any) -> None:
+    """Refuse to start (SecretsKeyError, a clear message) when the secrets key cannot
+    decrypt what is stored; makes the key file on first use."""
+    store.check_secrets_key(box_of(settings))
+
+
 # -- the task process asks, the worker answers ---------------------------------------------
 LOOKUP = "orchestrator-lookup"
 
