@@ -94,3 +94,51 @@ def _add_json(masker: Masker, text: str) -> None:
         return
     for leaf in leaf_strings(value):
         masker.add(leaf)
+
+
+def display_source(chain: Any) -> CredentialSource:
+    """For showing a rendered command (web UI): real values, secrets as ``***``."""
+    import dataclasses
+    import json
+
+    from orchestrator.engine.masking import MASK
+
+    def guarded(read: Callable[[str], Any]) -> Callable[[str], Any]:
+        def call(name: str) -> Any:
+            try:
+                return read(name)
+            except CredentialReadError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - a backend's or the key's failure
+                raise CredentialReadError(f"cannot read {name!r}: {exc}") from None
+
+        return call
+
+    def variable(name: str) -> VariableValue | None:
+        found = chain.variable(name)
+        if found is None or not found.secret:
+            return found
+        if found.is_json:
+            try:
+                return VariableValue(json.dumps(_hide(json.loads(found.value))), True, True)
+            except ValueError:
+                pass
+        return VariableValue(MASK, False, True)
+
+    def connection(name: str) -> Connection | None:
+        found = chain.connection(name)
+        if found is None:
+            return None
+        return dataclasses.replace(
+            found, password=MASK if found.password else None, extra=_hide(found.extra)
+        )
+
+    return CredentialSource(variable=guarded(variable), connection=guarded(connection))
+
+
+def _hide(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _hide(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_hide(v) for v in value]
+    return "***" if isinstance(value, str) else value

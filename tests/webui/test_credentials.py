@@ -1,0 +1,94 @@
+"""The variables and connections pages (issue 16): writes are CSRF-checked POSTs,
+secret values never reach a page, bad input is refused with the reason and stores
+nothing, and a rendered command shows secrets as ***."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from orchestrator import DAG
+from orchestrator.authoring.spec import serialize_dag
+from orchestrator.store.secret_box import box_of
+
+START = datetime(2026, 1, 1, tzinfo=UTC)
+PASSWORD = "s3cret-pw-value"
+
+
+def _pages(client) -> str:
+    return "".join(
+        client.get(path).get_data(as_text=True)
+        for path in ("/variables", "/connections", "/variables?edit=api_token",
+                     "/connections?edit=warehouse")
+    )  # fmt: skip
+
+
+def test_variables_are_set_listed_and_secrets_never_shown(client, csrf, store, settings):
+    r = client.post("/variables", data={"csrf_token": csrf, "key": "region", "value": "emea"})
+    assert r.status_code == 302
+    form = {"csrf_token": csrf, "key": "api_token", "value": "tok-abcdef", "description": "d"}
+    client.post("/variables", data=form)
+    form = {"csrf_token": csrf, "key": "hush", "value": "quiet-please", "is_secret": "on"}
+    client.post("/variables", data=form)
+    page = client.get("/variables").get_data(as_text=True)
+    assert "emea" in page and "api_token" in page and "***" in page
+    html = _pages(client) + client.get("/variables?edit=hush").get_data(as_text=True)
+    assert "tok-abcdef" not in html and "quiet-please" not in html
+    assert store.get_variable("api_token", box_of(settings)).value == "tok-abcdef"
+    assert store.get_variable("hush", box_of(settings)).is_secret
+
+
+def test_writes_without_the_csrf_token_change_nothing(client, store):
+    r = client.post("/variables", data={"key": "region", "value": "emea"})
+    assert r.status_code in (400, 403)
+    r = client.post("/connections", data={"conn_id": "c", "uri": "http://h"})
+    assert r.status_code in (400, 403)
+    assert store.list_variables() == [] and store.list_connections() == []
+
+
+def test_bad_input_is_flashed_and_stores_nothing(client, csrf, store):
+    client.post("/variables", data={"csrf_token": csrf, "key": "j", "value": "{x", "is_json": "on"})
+    page = client.get("/variables").get_data(as_text=True)
+    assert "--json value is not JSON" in page or "is not JSON" in page
+    client.post("/connections", data={"csrf_token": csrf, "conn_id": "c", "uri": "nope"})
+    page = client.get("/connections").get_data(as_text=True)
+    assert "must look like type://" in page
+    form = {"csrf_token": csrf, "key": "k", "value": "v", "is_json": "maybe"}
+    client.post("/variables", data=form)
+    assert "form field &#39;is_json&#39;" in client.get("/variables").get_data(as_text=True)
+    assert store.list_variables() == [] and store.list_connections() == []
+
+
+def test_connections_add_edit_keeps_the_password_and_delete(client, csrf, store, settings):
+    uri = f"postgresql://etl:{PASSWORD}@db.internal:5432/sales"
+    client.post("/connections", data={"csrf_token": csrf, "conn_id": "warehouse", "uri": uri})
+    r = client.post("/connections", data={"csrf_token": csrf, "conn_id": "warehouse", "uri": uri})
+    assert "exists already" in client.get("/connections").get_data(as_text=True)
+    assert r.status_code == 302
+    edit = {"csrf_token": csrf, "conn_id": "warehouse", "replace": "on", "conn_type": "postgresql",
+            "host": "db2.internal", "login": "etl", "port": "5433", "schema": "sales"}  # fmt: skip
+    client.post("/connections", data=edit)
+    conn = store.get_connection("warehouse", box_of(settings))
+    assert (conn.host, conn.port, conn.password) == ("db2.internal", 5433, PASSWORD)
+    assert PASSWORD not in _pages(client)
+    client.post("/connections/warehouse/delete", data={"csrf_token": csrf})
+    assert store.list_connections() == []
+
+
+def test_a_rendered_command_shows_secrets_as_stars(client, store, settings):
+    from orchestrator.authoring.credentials import Connection
+
+    box = box_of(settings)
+    store.add_connection(
+        Connection.from_uri("warehouse", f"postgresql://etl:{PASSWORD}@db.internal/sales"),
+        START,
+        box,
+    )
+    store.set_variable("region", "emea", START, box)
+    with DAG("dump", schedule=None) as dag:
+        dag.shell("dump", "pg_dump -h {{ conn.warehouse.host }} -U {{ conn.warehouse.login }} "
+                  "--pw {{ conn.warehouse.password }} {{ var.value.region }}")  # fmt: skip
+    store.save_dag(serialize_dag(dag), START)
+    run = store.trigger_run("dump", START)
+    page = client.get(f"/runs/{run.run_id}/tasks/dump").get_data(as_text=True)
+    assert "pg_dump -h db.internal -U etl --pw '***' emea" in page.replace("&#39;", "'")
+    assert PASSWORD not in page
