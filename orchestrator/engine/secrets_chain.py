@@ -37,6 +37,7 @@ from orchestrator.authoring.credentials import (
     connection_from_fields,
     is_sensitive_name,
 )
+from orchestrator.engine.task_secrets import is_lookup
 from orchestrator.errors import ConfigError, OrchestratorError
 from orchestrator.store.secret_box import box_of
 
@@ -143,13 +144,6 @@ def check_key(store: Any, settings: Any) -> None:
 
 
 # -- the task process asks, the worker answers ---------------------------------------------
-LOOKUP = "orchestrator-lookup"
-
-
-def is_lookup(message: Any) -> bool:
-    return isinstance(message, tuple) and len(message) == 5 and message[0] == LOOKUP
-
-
 def answer(chain: SecretsChain | None, message: tuple) -> dict[str, Any]:
     """The worker's reply to a task process's lookup ``(LOOKUP, tag, pid, kind, name)``:
     ``{"found": ...}`` or ``{"error": ...}``; never raises."""

@@ -22,10 +22,16 @@ from orchestrator.authoring.credentials import (
     leaf_strings,
 )
 from orchestrator.engine.masking import Masker
-from orchestrator.engine.secrets_chain import LOOKUP
 from orchestrator.errors import ConfigError
 
 Ask = Callable[[str, str], dict[str, Any]]
+# a lookup message: (LOOKUP, tag, pid, kind, name); this module stays light (no store
+# import): task processes import it
+LOOKUP = "orchestrator-lookup"
+
+
+def is_lookup(message: Any) -> bool:
+    return isinstance(message, tuple) and len(message) == 5 and message[0] == LOOKUP
 
 
 def channel_asker(conn: Any, tag: Any, pid: int) -> Ask:

@@ -63,3 +63,18 @@ def test_without_secrets_bytes_pass_untouched(tmp_path):
     log.write_bytes(b"\xff\xfe")
     log.close()
     assert path.read_bytes() == b"abc\xff\xfe"
+
+
+def test_what_task_processes_import_stays_light():
+    """Lookups and masking add no database or crypto import to task processes (a try's
+    first second goes to the task, not to importing SQLAlchemy)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, orchestrator.engine.runner, orchestrator.engine.task_secrets, "
+        "orchestrator.authoring.context; "
+        "print(sorted(m for m in ('sqlalchemy', 'cryptography') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
