@@ -15,6 +15,7 @@ of a log); see docs/secrets.md.
 
 from __future__ import annotations
 
+import io
 import json
 import re
 from typing import Any
@@ -94,3 +95,36 @@ def mask_outcome(masker: Masker, outcome: dict[str, Any]) -> dict[str, Any]:
     if masker and isinstance(outcome.get("error"), str):
         return {**outcome, "error": masker.mask(outcome["error"])}
     return outcome
+
+
+class MaskedStream(io.TextIOBase):
+    """A text stream that masks what it writes to ``out`` (``tasks test`` prints a
+    try's output to the terminal through one). Like :class:`CappedLog`, it holds back
+    the end of a write that may begin a secret until the next write or ``flush``."""
+
+    def __init__(self, out: Any, masker: Masker) -> None:
+        self.out = out
+        self.masker = masker
+        self._held = b""
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, s: str) -> int:
+        self.write_bytes(s.encode("utf-8", "surrogateescape"))
+        return len(s)
+
+    def write_bytes(self, data: bytes) -> None:
+        if self.masker:
+            data = self.masker.mask_bytes(self._held + data)
+            keep = self.masker.held_back(data)
+            self._held = data[len(data) - keep :] if keep else b""
+            data = data[: len(data) - keep]
+        if data:
+            self.out.write(data.decode("utf-8", "replace"))
+
+    def flush(self) -> None:
+        held, self._held = self._held, b""
+        if held:
+            self.out.write(held.decode("utf-8", "replace"))
+        self.out.flush()

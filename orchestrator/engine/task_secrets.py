@@ -84,13 +84,6 @@ def masked_source(ask: Ask, masker: Masker) -> CredentialSource:
     return CredentialSource(variable=variable, connection=connection)
 
 
-def chain_asker(chain: Any) -> Ask:
-    """Lookups straight from a chain (``tasks test``, the in-process paths)."""
-    from orchestrator.engine.secrets_chain import answer
-
-    return lambda kind, name: answer(chain, (LOOKUP, None, None, kind, name))
-
-
 def _add_json(masker: Masker, text: str) -> None:
     import json
 

@@ -151,3 +151,25 @@ def test_a_worker_with_a_wrong_key_refuses_to_start(cli, settings, monkeypatch):
     monkeypatch.setenv("ORCHESTRATOR_SECRETS_KEY", Fernet.generate_key().decode())
     code, _, err = cli("worker")
     assert code == 1 and "cannot decrypt connection 'warehouse'" in err
+
+
+def test_tasks_test_reads_the_chain_and_masks_what_it_prints(cli, write_dag):
+    write_dag(
+        "t.py",
+        """
+        from orchestrator import DAG, task
+
+        with DAG("t", schedule=None) as dag:
+            @task
+            def py(ctx):
+                print("pw", ctx.connection("warehouse").password, ctx.variable("region"))
+
+            dag.shell("sh", "echo {{ conn.warehouse.password }} {{ var.value.region }}")
+        """,
+    )
+    cli("variables", "set", "region", "emea")
+    cli("connections", "add", "warehouse", "--uri", URI)
+    code, out, _ = cli("tasks", "test", "t", "py")
+    assert code == 0 and "pw *** emea" in out and "s3cret" not in out
+    code, out, _ = cli("tasks", "test", "t", "sh")
+    assert code == 0 and "\n*** emea\n" in out and "s3cret" not in out, out
