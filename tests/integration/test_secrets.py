@@ -90,8 +90,16 @@ def _run(harness, write_dag):
 def test_tasks_read_variables_and_connections_and_every_secret_is_masked(
     harness, store, settings, clock, write_dag
 ):
+    from orchestrator.observability.alerts.watchdog import AlertWatchdog
+
     plant(store, settings, clock.now())
+    watchdog = AlertWatchdog(store, settings)
+    watchdog.check(clock.now())  # alerts start from here
     run = _run(harness, write_dag)
+    alerts = watchdog.check(clock.now())
+    [boom_alert] = [a for a in alerts if a.task_id == "boom"]
+    assert "cannot log in with ***" in boom_alert.message
+    assert all(PASSWORD not in a.message for a in alerts)
     states = {ti.task_id: ti.state for ti in store.task_instances(run.run_id)}
     assert states["load"] == "success" and states["dump"] == "success", states
     assert states["boom"] == "failed" and states["unknown_var"] == "failed"
