@@ -189,7 +189,11 @@ def standalone(
     prepare_database(settings, new_database=new_database)
     store = Store(settings.database_url, settings=settings)
     store.db_clock = True
-    check_key(store, settings)  # a wrong secrets key refuses to start
+    try:
+        check_key(store, settings)  # a wrong secrets key refuses to start
+    except Exception:
+        store.dispose()
+        raise
     from orchestrator.engine.wakeup import WakeEvent
 
     sched_wake, worker_wake = threading.Event(), WakeEvent()

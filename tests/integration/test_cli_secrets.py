@@ -144,13 +144,14 @@ def test_a_wrong_key_refuses_with_a_clear_message(cli, settings, monkeypatch):
     assert code == 1 and "cannot decrypt variable 'api_token'" in err and "tok-" not in out
 
 
-def test_a_worker_with_a_wrong_key_refuses_to_start(cli, settings, monkeypatch):
+def test_processes_with_a_wrong_key_refuse_to_start(cli, settings, monkeypatch):
     from cryptography.fernet import Fernet
 
     cli("connections", "add", "warehouse", "--uri", URI)
     monkeypatch.setenv("ORCHESTRATOR_SECRETS_KEY", Fernet.generate_key().decode())
-    code, _, err = cli("worker")
-    assert code == 1 and "cannot decrypt connection 'warehouse'" in err
+    for command in ("worker", "standalone", "webserver"):
+        code, _, err = cli(command)
+        assert code == 1 and "cannot decrypt connection 'warehouse'" in err, (command, err)
 
 
 def test_tasks_test_reads_the_chain_and_masks_what_it_prints(cli, write_dag):

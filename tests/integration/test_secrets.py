@@ -88,7 +88,7 @@ def _run(harness, write_dag):
 
 
 def test_tasks_read_variables_and_connections_and_every_secret_is_masked(
-    harness, store, settings, clock, write_dag
+    harness, store, settings, clock, write_dag, monkeypatch, capsys
 ):
     from orchestrator.observability.alerts.watchdog import AlertWatchdog
 
@@ -126,11 +126,45 @@ def test_tasks_read_variables_and_connections_and_every_secret_is_masked(
     [try_] = store.tries(run.run_id, "unknown_conn")
     assert "unknown connection 'not_there'" in try_.error
 
+    secrets = (PASSWORD, TOKEN, EXTRA_SECRET, "hush-hush")
     for task_id in ("load", "dump", "boom"):
         log = _log(store, settings, run.run_id, task_id)
-        for secret in (PASSWORD, TOKEN, EXTRA_SECRET):
+        for secret in secrets:
             assert secret not in log, (task_id, secret)
-    _assert_nowhere_in_database(store, settings, (PASSWORD, TOKEN, EXTRA_SECRET, "hush-hush"))
+    _assert_nowhere_in_ui_and_cli(store, settings, run.run_id, secrets, monkeypatch, capsys)
+    _assert_nowhere_in_database(store, settings, secrets)
+
+
+def _assert_nowhere_in_ui_and_cli(store, settings, run_id, secrets, monkeypatch, capsys) -> None:
+    from orchestrator.cli import main
+    from webui import create_app
+
+    client = create_app(settings, store).test_client()
+    shown = []
+    for path in ("/variables", "/connections", "/events", f"/runs/{run_id}"):
+        shown.append(client.get(path).get_data(as_text=True))
+    for task_id in ("load", "dump", "boom", "unknown_var"):
+        for path in (f"/runs/{run_id}/tasks/{task_id}", f"/api/v1/runs/{run_id}/tasks/{task_id}",
+                     f"/api/v1/runs/{run_id}/tasks/{task_id}/tries/1/log"):  # fmt: skip
+            response = client.get(path)
+            assert response.status_code == 200, path
+            shown.append(response.get_data(as_text=True))
+    monkeypatch.setenv("ORCHESTRATOR_DATABASE_URL", settings.database_url)
+    monkeypatch.setenv("ORCHESTRATOR_STATE_DIR", settings.state_dir)
+    monkeypatch.setenv("ORCHESTRATOR_DAGS_FOLDER", settings.dags_folder)
+    capsys.readouterr()
+    for argv in (["variables", "list"], ["variables", "list", "--json"],
+                 ["variables", "get", "api_token"], ["connections", "list", "--json"],
+                 ["connections", "get", "warehouse"], ["tasks", "logs", run_id, "load"],
+                 ["tasks", "logs", run_id, "boom"], ["runs", "show", run_id, "--json"],
+                 ["tasks", "failed", "--json"], ["alerts", "list", "--json"]):  # fmt: skip
+        assert main(argv) == 0, argv
+        out = capsys.readouterr()
+        shown += [out.out, out.err]
+    text = "\n".join(shown)
+    assert "cannot log in with ***" in text and "region emea" in text  # the pages say something
+    for secret in secrets:
+        assert secret not in text, secret
 
 
 def _assert_nowhere_in_database(store, settings, secrets) -> None:
