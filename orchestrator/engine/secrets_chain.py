@@ -138,9 +138,10 @@ class SecretsChain:
 
 
 def check_key(store: Any, settings: Any) -> None:
-    """Refuse to start (SecretsKeyError, a clear message) when the secrets key cannot
-    decrypt what is stored; makes the key file on first use."""
+    """Refuse to start (a clear ConfigError) when the secrets key cannot decrypt what is
+    stored, or the secrets backend setting is wrong; makes the key file on first use."""
     store.check_secrets_key(box_of(settings))
+    load_backend(settings.secrets_backend, settings.secrets_backend_kwargs)
 
 
 # -- the task process asks, the worker answers ---------------------------------------------

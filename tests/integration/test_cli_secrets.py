@@ -174,3 +174,9 @@ def test_tasks_test_reads_the_chain_and_masks_what_it_prints(cli, write_dag):
     assert code == 0 and "pw *** emea" in out and "s3cret" not in out
     code, out, _ = cli("tasks", "test", "t", "sh")
     assert code == 0 and "\n*** emea\n" in out and "s3cret" not in out, out
+
+
+def test_a_worker_with_a_bad_secrets_backend_refuses_to_start(cli, monkeypatch):
+    monkeypatch.setenv("ORCHESTRATOR_SECRETS_BACKEND", "no.such.module:Backend")
+    code, _, err = cli("worker")
+    assert code == 1 and "secrets_backend 'no.such.module:Backend': cannot import it" in err
