@@ -219,14 +219,16 @@ class Connection:
         }
 
     def secret_values(self) -> list[str]:
-        """What is masked wherever this connection was read: the password and the
-        extra's values (and the URI, which holds both)."""
+        """What is masked wherever this connection was read: the password, the extra's
+        JSON text, and every value in the extra under a sensitive key (``api_key``,
+        ``token``, ...: Airflow's rule, so ``{"sslmode": "require"}`` does not mask
+        every ``require`` of a log)."""
         found: list[str] = []
         if self.password:
             found.append(self.password)
         if self.extra:
             found.append(json.dumps(self.extra))
-            found.extend(leaf_strings(self.extra))
+            found.extend(sensitive_strings(self.extra))
         return found
 
 
@@ -238,6 +240,19 @@ def leaf_strings(value: Any) -> list[str]:
         return [s for v in value.values() for s in leaf_strings(v)]
     if isinstance(value, list):
         return [s for v in value for s in leaf_strings(v)]
+    return []
+
+
+def sensitive_strings(value: Any) -> list[str]:
+    """The strings of a JSON value that sit under a sensitive key, at any depth."""
+    if isinstance(value, dict):
+        return [
+            s
+            for k, v in value.items()
+            for s in (leaf_strings(v) if is_sensitive_name(str(k)) else sensitive_strings(v))
+        ]
+    if isinstance(value, list):
+        return [s for v in value for s in sensitive_strings(v)]
     return []
 
 

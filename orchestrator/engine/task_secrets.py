@@ -19,6 +19,7 @@ from orchestrator.authoring.credentials import (
     CredentialSource,
     VariableValue,
     connection_from_fields,
+    is_sensitive_name,
     leaf_strings,
 )
 from orchestrator.engine.masking import Masker
@@ -129,10 +130,22 @@ def display_source(chain: Any) -> CredentialSource:
         if found is None:
             return None
         return dataclasses.replace(
-            found, password=MASK if found.password else None, extra=_hide(found.extra)
+            found, password=MASK if found.password else None, extra=_hide_sensitive(found.extra)
         )
 
     return CredentialSource(variable=guarded(variable), connection=guarded(connection))
+
+
+def _hide_sensitive(value: Any) -> Any:
+    """``value`` with what sits under a sensitive key as ``***`` (see secret_values)."""
+    if isinstance(value, dict):
+        return {
+            k: _hide(v) if is_sensitive_name(str(k)) else _hide_sensitive(v)
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [_hide_sensitive(v) for v in value]
+    return value
 
 
 def _hide(value: Any) -> Any:

@@ -106,7 +106,9 @@ def test_tasks_read_variables_and_connections_and_every_secret_is_masked(
 
     load = _log(store, settings, run.run_id, "load")
     assert "region emea cap 5 missing dflt" in load
-    assert "uri postgresql://etl:***@db.internal:5432/sales?key_material=***&sslmode=***" in load
+    assert (
+        "uri postgresql://etl:***@db.internal:5432/sales?key_material=***&sslmode=require" in load
+    )
     assert "password *** extra ***" in load
     assert "token in two writes: ***" in load  # split across two writes, still masked
     result = json.loads(store.results(run.run_id, ["load"])["load"])
