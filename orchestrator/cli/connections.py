@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 from orchestrator.authoring.credentials import Connection, connection_from_fields
@@ -31,7 +32,10 @@ def register(sub: Any, parents: Parents) -> None:
     p.add_argument("--conn-type", default=None)
     p.add_argument("--host", dest="conn_host", default=None)
     p.add_argument("--login", default=None)
-    p.add_argument("--password", default=None)
+    p.add_argument("--password", default=None, help="(visible to ps; see --password-stdin)")
+    p.add_argument(
+        "--password-stdin", action="store_true", help="read the password from standard input"
+    )
     p.add_argument("--port", dest="conn_port", type=whole(1, 65535), default=None)
     p.add_argument("--schema", default=None)
     p.add_argument("--extra", default=None, help="a JSON object")
@@ -52,6 +56,10 @@ def register(sub: Any, parents: Parents) -> None:
 
 
 def _from_args(args: argparse.Namespace) -> Connection:
+    if args.password_stdin:
+        if args.password is not None:
+            raise ConfigError("--password-stdin: give the password once, not with --password")
+        args.password = sys.stdin.readline().rstrip("\r\n") or None
     fields = (args.conn_type, args.conn_host, args.login, args.password, args.conn_port,
               args.schema, args.extra)  # fmt: skip
     if args.uri is not None:

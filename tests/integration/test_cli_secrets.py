@@ -180,3 +180,13 @@ def test_a_worker_with_a_bad_secrets_backend_refuses_to_start(cli, monkeypatch):
     monkeypatch.setenv("ORCHESTRATOR_SECRETS_BACKEND", "no.such.module:Backend")
     code, _, err = cli("worker")
     assert code == 1 and "secrets_backend 'no.such.module:Backend': cannot import it" in err
+
+
+def test_connections_add_reads_the_password_from_stdin(cli, store, settings, monkeypatch):
+    import io
+
+    monkeypatch.setattr("sys.stdin", io.StringIO("from-stdin-pw\n"))
+    code, _, err = cli("connections", "add", "db", "--conn-type", "postgresql", "--host", "h",
+                       "--password-stdin")  # fmt: skip
+    assert code == 0, err
+    assert store.get_connection("db", box_of(settings)).password == "from-stdin-pw"

@@ -124,3 +124,12 @@ def test_the_sandbox_still_holds_through_var_and_conn():
     values = template_credentials(_source({"x": VariableValue("v")}))
     with pytest.raises(Exception, match="unsafe|_read"):
         render_shell("{{ var.value._read }}", values)
+
+
+def test_the_masked_values_of_a_connection_are_password_and_sensitive_extras():
+    c = Connection("c", "http", password="pw-1", extra={
+        "sslmode": "require", "api_key": "k-1", "auth": {"token": ["t-1"], "user": "u"}
+    })  # fmt: skip
+    values = c.secret_values()
+    assert "pw-1" in values and "k-1" in values and "t-1" in values
+    assert "require" not in values and "u" not in values
