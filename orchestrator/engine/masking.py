@@ -91,10 +91,23 @@ class Masker:
 
 
 def mask_outcome(masker: Masker, outcome: dict[str, Any]) -> dict[str, Any]:
-    """A try's outcome with its error text masked (its result is masked as it is made)."""
-    if masker and isinstance(outcome.get("error"), str):
-        return {**outcome, "error": masker.mask(outcome["error"])}
-    return outcome
+    """A try's outcome with its error text and its result (JSON text, whatever kind of
+    task made it: an HTTP task's answer may echo a secret) masked."""
+    if not masker:
+        return outcome
+    out = dict(outcome)
+    if isinstance(out.get("error"), str):
+        out["error"] = masker.mask(out["error"])
+    result = out.get("result")
+    if isinstance(result, str):
+        masked = masker.mask(result)  # JSON-escaped spellings are masked too
+        if masked != result:
+            try:
+                json.loads(masked)
+            except ValueError:  # a secret that spanned JSON syntax: mask the value
+                masked = json.dumps(masker.mask_value(json.loads(result)))
+        out["result"] = masked
+    return out
 
 
 class MaskedStream(io.TextIOBase):

@@ -274,3 +274,37 @@ def test_listing_never_decrypts(store, settings, clock):
     assert shown["api_token"] == "***" and shown["region"] == "emea"
     [conn] = store.list_connections()
     assert conn["password"] == "***" and conn["extra"] == "***"
+
+
+def test_an_http_task_sends_credentials_and_its_log_and_result_are_masked(
+    harness, store, settings, clock, write_dag
+):
+    from tests.integration.test_http_tasks import Server
+
+    plant(store, settings, clock.now())
+    server = Server()
+    try:
+        write_dag(
+            "web.py",
+            f"""
+from orchestrator import DAG
+
+with DAG("web", schedule=None) as dag:
+    dag.http("call", "{server.base}/echo", method="POST",
+             headers={{"Authorization": "Bearer {{{{ var.value.api_token }}}}"}},
+             json={{"user": "{{{{ conn.warehouse.login }}}}", "pw": "{{{{ conn.warehouse.password }}}}"}})
+""",
+        )
+        harness.parse()
+        run = store.trigger_run("web", clock.now())
+        assert harness.run_until_finished(run.run_id).state == "success"
+    finally:
+        server.close()
+    [sent] = server.requests
+    assert sent["headers"]["Authorization"] == f"Bearer {TOKEN}"
+    assert json.loads(sent["body"]) == {"user": "etl", "pw": PASSWORD}
+    result = store.results(run.run_id, ["call"])["call"]
+    log = _log(store, settings, run.run_id, "call")
+    for written in (result, log):
+        assert PASSWORD not in written and TOKEN not in written
+    assert "***" in result

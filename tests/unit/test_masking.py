@@ -78,3 +78,14 @@ def test_what_task_processes_import_stays_light():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_a_result_is_masked_as_json_text_and_stays_json():
+    import json
+
+    masker = Masker()
+    masker.add('quo"te-secret')
+    masker.add('", "')  # a "secret" that spans JSON syntax: masked in the values instead
+    result = json.dumps({"a": 'x quo"te-secret', "b": ["ok"]})
+    masked = mask_outcome(masker, {"ok": True, "result": result})["result"]
+    assert json.loads(masked) == {"a": "x ***", "b": ["ok"]}
