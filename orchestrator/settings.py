@@ -152,6 +152,13 @@ FIELDS: dict[str, tuple[type, Any, str]] = {
         100.0,
         "/health fails when the disk of the state folder or SQLite file has less free space",
     ),
+    # issue 12: the web server's threads
+    "web_threads": (
+        int,
+        8,
+        "threads of the web server: requests in flight at once (a probe or a poll does not "
+        "queue behind slow page renders while one is free)",
+    ),
     # issue 16: variables, connections, secrets at rest
     "secrets_key": (
         str,
@@ -220,6 +227,8 @@ class Settings:
     db_idle_in_transaction_timeout: float | None
     db_keepalive_seconds: float | None
     health_min_free_mb: float
+    # issue 12: the web server's threads
+    web_threads: int
     # issue 16: variables, connections, secrets at rest
     secrets_key: str | None
     secrets_backend: str | None

@@ -149,6 +149,7 @@ def cmd_webserver(args: argparse.Namespace, settings: Settings) -> int:
         settings.web_host,
         settings.web_port,
         stop,
+        threads=settings.web_threads,
         on_ready=lambda url: print(f"web UI at {url}", flush=True),
     )
     return 0

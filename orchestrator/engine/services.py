@@ -221,7 +221,14 @@ def standalone(
         )
 
     try:
-        serve(app, settings.web_host, settings.web_port, stop, on_ready=ready)
+        serve(
+            app,
+            settings.web_host,
+            settings.web_port,
+            stop,
+            threads=settings.web_threads,
+            on_ready=ready,
+        )
     finally:
         stop.set()
         sched_wake.set()
