@@ -19,7 +19,7 @@ import io
 import json
 import re
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, quote_plus
 
 MASK = "***"
 MIN_LENGTH = 4
@@ -30,7 +30,8 @@ class Masker:
         self._secrets: set[str] = set()
         self._text: re.Pattern[str] | None = None
         self._bytes: re.Pattern[bytes] | None = None
-        self._prefixes: set[bytes] = set()
+        self._encoded: list[bytes] = []
+        self._by_first: dict[int, list[bytes]] = {}  # the secrets, by their first byte
         self.longest = 0  # bytes of the longest secret
 
     def __bool__(self) -> bool:
@@ -43,6 +44,7 @@ class Masker:
             value,
             quote(value, safe=""),
             quote(value),
+            quote_plus(value),
             json.dumps(value)[1:-1],
             repr(value)[1:-1],
         }
@@ -53,11 +55,12 @@ class Masker:
         self._secrets |= new
         ordered = sorted(self._secrets, key=len, reverse=True)
         self._text = re.compile("|".join(re.escape(s) for s in ordered))
-        encoded = [s.encode("utf-8", "surrogateescape") for s in ordered]
-        self._bytes = re.compile(b"|".join(re.escape(s) for s in encoded))
-        self.longest = max(len(s) for s in encoded)
-        for s in encoded:
-            self._prefixes.update(s[:i] for i in range(1, len(s)))
+        self._encoded = [s.encode("utf-8", "surrogateescape") for s in ordered]
+        self._bytes = re.compile(b"|".join(re.escape(s) for s in self._encoded))
+        self.longest = len(self._encoded[0])
+        self._by_first = {}
+        for s in self._encoded:
+            self._by_first.setdefault(s[0], []).append(s)
 
     def mask(self, text: str) -> str:
         if self._text is None or not isinstance(text, str):
@@ -72,9 +75,17 @@ class Masker:
     def held_back(self, data: bytes) -> int:
         """How many bytes at the end of ``data`` may be the start of a secret that the
         next write completes (so they wait for it)."""
-        for size in range(min(len(data), self.longest - 1), 0, -1):
-            if data[-size:] in self._prefixes:
-                return size
+        low = max(0, len(data) - self.longest + 1)
+        starts = []  # where a secret could begin in the last longest-1 bytes
+        for first in self._by_first:
+            at = data.find(first, low)
+            while at >= 0:
+                starts.append(at)
+                at = data.find(first, at + 1)
+        for at in sorted(starts):  # the earliest start holds back the most
+            tail = data[at:]
+            if any(len(s) > len(tail) and s.startswith(tail) for s in self._by_first[data[at]]):
+                return len(data) - at
         return 0
 
     def mask_value(self, value: Any) -> Any:
