@@ -35,6 +35,13 @@ def test_variables_are_set_listed_and_secrets_never_shown(client, csrf, store, s
     assert "tok-abcdef" not in html and "quiet-please" not in html
     assert store.get_variable("api_token", box_of(settings)).value == "tok-abcdef"
     assert store.get_variable("hush", box_of(settings)).is_secret
+    edit = client.get("/variables?edit=hush").get_data(as_text=True)
+    assert 'name="keep_blank"' in edit
+    form = {"csrf_token": csrf, "key": "hush", "value": "", "keep_blank": "on",
+            "is_secret": "on", "description": "now described"}  # fmt: skip
+    client.post("/variables", data=form)
+    hush = store.get_variable("hush", box_of(settings))
+    assert (hush.value, hush.description) == ("quiet-please", "now described")
 
 
 def test_writes_without_the_csrf_token_change_nothing(client, store):

@@ -1,8 +1,9 @@
 """HTML pages: variables and connections, listed and edited (issue 16).
 
 Secret values never reach a page: a secret variable's value and a connection's
-password and extra show as ``***`` and are never put in a form. Editing a connection
-with the password (or extra) left blank keeps the stored one. Every write is a POST
+password and extra show as ``***`` and are never put in a form. Editing a secret
+variable, or a connection, with the value (password, extra) left blank keeps the
+stored one. Every write is a POST
 (CSRF-checked before it runs) that flashes what it did and redirects back.
 """
 
@@ -47,9 +48,13 @@ def set_variable() -> Response:
     form = request.form
     name = form.get("key", "").strip()
     try:
+        value = form.get("value", "")
+        if not value and _checked("keep_blank"):  # a secret edited without a new value
+            stored = get_store().get_variable(name, box_of(get_settings()))
+            value = stored.value if stored is not None else value
         record = get_store().set_variable(
             name,
-            form.get("value", ""),
+            value,
             now(),
             box_of(get_settings()),
             is_json=_checked("is_json"),
