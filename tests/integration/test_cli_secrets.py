@@ -190,3 +190,18 @@ def test_connections_add_reads_the_password_from_stdin(cli, store, settings, mon
                        "--password-stdin")  # fmt: skip
     assert code == 0, err
     assert store.get_connection("db", box_of(settings)).password == "from-stdin-pw"
+
+
+def test_db_upgrade_makes_the_key_file_once(cli, settings):
+    from pathlib import Path
+
+    from orchestrator.store.secret_box import create_key_file, read_key_file
+
+    path = Path(settings.state_dir) / "secrets_key"
+    assert not path.exists()
+    assert cli("db", "upgrade")[0] == 0
+    assert oct(path.stat().st_mode & 0o777) == "0o600"
+    first = read_key_file(str(path))
+    assert cli("db", "upgrade")[0] == 0
+    create_key_file(str(path))  # a second creator racing the first: the first file wins
+    assert read_key_file(str(path)) == first and len(first) == 1
