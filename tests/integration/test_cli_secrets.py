@@ -205,3 +205,21 @@ def test_db_upgrade_makes_the_key_file_once(cli, settings):
     assert cli("db", "upgrade")[0] == 0
     create_key_file(str(path))  # a second creator racing the first: the first file wins
     assert read_key_file(str(path)) == first and len(first) == 1
+
+
+def test_a_bad_import_file_is_refused_whole(cli, store, tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    code, _, err = cli("variables", "import", str(bad))
+    assert code == 1 and "not a JSON file" in err
+    mixed = tmp_path / "mixed.json"
+    mixed.write_text(json.dumps({"good": "x", "bad name": "y"}))
+    code, _, err = cli("variables", "import", str(mixed))
+    assert code == 1 and "variable name 'bad name'" in err
+    conns = tmp_path / "conns.json"
+    conns.write_text(json.dumps({"ok": "http://h", "broken": "no-scheme"}))
+    code, _, err = cli("connections", "import", str(conns))
+    assert code == 1 and "connection 'broken': URI must look like" in err
+    code, _, err = cli("variables", "import", str(tmp_path / "missing.json"))
+    assert code == 1 and "cannot read it" in err
+    assert store.list_variables() == [] and store.list_connections() == []
