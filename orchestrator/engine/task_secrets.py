@@ -36,11 +36,16 @@ def is_lookup(message: Any) -> bool:
 
 
 def channel_asker(conn: Any, tag: Any, pid: int) -> Ask:
-    """Lookups over the task process's channel to the worker (which answers in turn)."""
+    """Lookups over the task process's channel to the worker (which answers in turn);
+    one at a time, so threads of a task can share the channel."""
+    import threading
+
+    lock = threading.Lock()
 
     def ask(kind: str, name: str) -> dict[str, Any]:
-        conn.send((LOOKUP, tag, pid, kind, name))
-        reply = conn.recv()
+        with lock:
+            conn.send((LOOKUP, tag, pid, kind, name))
+            reply = conn.recv()
         if not isinstance(reply, dict):
             raise ConfigError(f"the worker answered a {kind} lookup with {type(reply).__name__}")
         return reply
