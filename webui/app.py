@@ -103,9 +103,10 @@ def create_app(
 
     for module in (dags, runs, events, actions, auth, api, api_actions, health, metrics):
         app.register_blueprint(module.bp)
-    from .views import credentials  # issue 16: variables and connections
+    from .views import api_credentials, credentials  # issue 16: variables and connections
 
     app.register_blueprint(credentials.bp)
+    app.register_blueprint(api_credentials.bp)
 
     app.before_request(check_request)
     app.after_request(_security_headers)

@@ -99,3 +99,42 @@ def test_a_rendered_command_shows_secrets_as_stars(client, store, settings):
     page = client.get(f"/runs/{run.run_id}/tasks/dump").get_data(as_text=True)
     assert "pg_dump -h db.internal -U etl --pw '***' emea" in page.replace("&#39;", "'")
     assert PASSWORD not in page
+
+
+def test_the_json_api_sets_lists_and_deletes_without_showing_secrets(client, csrf, store, settings):
+    headers = {"X-CSRF-Token": csrf}
+    r = client.post("/api/v1/variables", json={"key": "api_token", "value": "tok-zyxwvu"},
+                    headers=headers)  # fmt: skip
+    assert r.status_code == 201 and "secret variable api_token set" in r.get_json()["message"]
+    uri = f"postgresql://etl:{PASSWORD}@db.internal:5432/sales"
+    r = client.post("/api/v1/connections", json={"conn_id": "warehouse", "uri": uri},
+                    headers=headers)  # fmt: skip
+    assert r.status_code == 201
+    body = {"conn_id": "api", "conn_type": "http", "host": "h", "port": 8443,
+            "password": "api-pass-1", "extra": {"token": "t0ken-value"}}  # fmt: skip
+    assert client.post("/api/v1/connections", json=body, headers=headers).status_code == 201
+    listed = client.get("/api/v1/variables").get_data(as_text=True)
+    listed += client.get("/api/v1/connections").get_data(as_text=True)
+    for secret in ("tok-zyxwvu", PASSWORD, "api-pass-1", "t0ken-value"):
+        assert secret not in listed
+    assert store.get_connection("api", box_of(settings)).extra == {"token": "t0ken-value"}
+    bad = [
+        ({"conn_id": "c", "uri": "nope"}, "must look like type://"),
+        ({"conn_id": "c", "conn_type": "http", "port": "80"}, "port: expected a whole number"),
+        ({"conn_id": "warehouse", "uri": uri}, "exists already"),
+        ({"conn_id": "c", "uri": uri, "host": "x"}, "not both"),
+    ]
+    for sent, reason in bad:
+        r = client.post("/api/v1/connections", json=sent, headers=headers)
+        assert r.status_code == 400 and reason in r.get_json()["detail"], (sent, r.get_json())
+    r = client.post("/api/v1/variables", json={"key": "j", "value": "{", "is_json": True},
+                    headers=headers)  # fmt: skip
+    assert r.status_code == 400 and "not JSON" in r.get_json()["detail"]
+    assert client.post("/api/v1/variables", json={"key": "x", "value": "y"}).status_code in (
+        400,
+        403,
+    )  # fmt: skip - no CSRF token
+    assert client.post("/api/v1/connections/api/delete", headers=headers).status_code == 200
+    assert client.post("/api/v1/variables/api_token/delete", headers=headers).status_code == 200
+    assert [c["conn_id"] for c in store.list_connections()] == ["warehouse"]
+    assert store.list_variables() == []
