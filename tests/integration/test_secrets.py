@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -177,6 +179,17 @@ def _assert_nowhere_in_database(store, settings, secrets) -> None:
                 blob = " ".join(str(v) for v in row)
                 for secret in secrets:
                     assert secret not in blob, (table, secret)
+    if store.dialect == "postgresql" and shutil.which("pg_dump"):
+        from sqlalchemy.engine import make_url
+
+        url = make_url(store.url).set(drivername="postgresql")
+        dump = subprocess.run(
+            ["pg_dump", "--data-only", url.render_as_string(hide_password=False)],
+            capture_output=True, text=True, check=True, timeout=60,
+        ).stdout  # fmt: skip
+        assert "COPY public.connections" in dump
+        for secret in secrets:
+            assert secret not in dump, ("pg_dump", secret)
     if store.dialect == "sqlite":
         store.engine.dispose()
         path = store.url.removeprefix("sqlite:///")
