@@ -190,6 +190,19 @@ FIELDS: dict[str, tuple[type, Any, str]] = {
         1.0,
         "how often a worker ships what its running tries' logs gained to the store",
     ),
+    # issue 16: variables, connections, secrets at rest
+    "secrets_key": (
+        str,
+        None,
+        "Fernet key(s), comma-separated, newest first, that encrypt secrets in the database; "
+        "default: the 0600 file <state_dir>/secrets_key, created on first use",
+    ),
+    "secrets_backend": (
+        str,
+        None,
+        "module:Class of a secrets backend asked after the environment and the database",
+    ),
+    "secrets_backend_kwargs": (str, None, "JSON object of keyword arguments for secrets_backend"),
 }
 
 
@@ -254,6 +267,10 @@ class Settings:
     alert_slack: str | None
     # issue 17: logs from any machine (log chunks shipped to the store)
     log_ship_seconds: float
+    # issue 16: variables, connections, secrets at rest
+    secrets_key: str | None
+    secrets_backend: str | None
+    secrets_backend_kwargs: str | None
 
     @property
     def log_dir(self) -> str:

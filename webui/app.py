@@ -107,6 +107,10 @@ def create_app(
 
     app.register_blueprint(versions.bp)
     app.register_blueprint(versions.api_bp)
+    from .views import api_credentials, credentials  # issue 16: variables and connections
+
+    app.register_blueprint(credentials.bp)
+    app.register_blueprint(api_credentials.bp)
 
     app.before_request(check_request)
     app.after_request(_security_headers)

@@ -188,8 +188,11 @@ def run_version(store: Store, run: Any) -> dict[str, Any]:
     return {"version": version, "source": store.version_source(run.dag_id, run.version_hash)}
 
 
-def rendered_command(spec: DagSpec, run: Any, task_id: str, try_number: int) -> tuple[str, str]:
-    """(rendered command, '') or ('', why it cannot be rendered) for a shell task."""
+def rendered_command(
+    spec: DagSpec, run: Any, task_id: str, try_number: int, credentials: Any = None
+) -> tuple[str, str]:
+    """(rendered command, '') or ('', why it cannot be rendered) for a shell task;
+    ``credentials`` give variables and connections, secrets as ``***``."""
     task = spec.tasks[task_id]
     params = dict(spec.params)
     params.update(run.conf)
@@ -204,6 +207,7 @@ def rendered_command(spec: DagSpec, run: Any, task_id: str, try_number: int) -> 
         params=params,
         idempotency_key=idempotency_key(run.dag_id, run.run_id, task_id),
         log=logging.getLogger(__name__),
+        credentials=credentials,
     )
     try:
         if task.http is not None:
@@ -242,7 +246,9 @@ def task_page(
     results = store.results(run_id, upstream)
     command, command_error = ("", "")
     if task is not None and task.kind in ("shell", "http"):
-        command, command_error = rendered_command(spec, run, task_id, ti.try_number)
+        command, command_error = rendered_command(
+            spec, run, task_id, ti.try_number, _shown_credentials(store)
+        )
     reasons: list[Reason] = []
     if task is not None:
         facts = store.task_facts(run_id, task_id, now, worker_stale_after=stale)
@@ -262,3 +268,13 @@ def task_page(
         "reasons": reasons,
         "log_dir_exists": os.path.isdir(log_dir),
     }
+
+
+def _shown_credentials(store: Store) -> Any:
+    """Variables and connections for a rendered command on a page: secrets as ***."""
+    from orchestrator.engine.secrets_chain import SecretsChain
+    from orchestrator.engine.task_secrets import display_source
+
+    from .current import get_settings
+
+    return display_source(SecretsChain(store, get_settings()))

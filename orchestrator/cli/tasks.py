@@ -7,6 +7,7 @@ from typing import Any
 
 from orchestrator.cli.common import Parents, emit, open_store, parse_json_object, whole
 from orchestrator.clock import SystemClock
+from orchestrator.errors import OrchestratorError
 from orchestrator.settings import Settings
 
 
@@ -58,7 +59,11 @@ def cmd_tasks(args: argparse.Namespace, settings: Settings) -> int:
         from orchestrator.engine.tasktest import run_task_test
 
         params = parse_json_object(args.params, "--params")
-        return run_task_test(settings, args.dag_id, args.task_id, args.logical_date, params)
+        try:  # variables and connections from the database, when there is one
+            found = open_store(settings)
+        except OrchestratorError:
+            found = None
+        return run_task_test(settings, args.dag_id, args.task_id, args.logical_date, params, found)
     store = open_store(settings)
     if args.action in ("why", "failed", "retry"):
         return _dead_letters_and_why(args, settings, store)

@@ -30,6 +30,7 @@ from orchestrator.clock import Clock
 from orchestrator.engine.logship import LogShipper
 from orchestrator.engine.proctree import kill_tree
 from orchestrator.engine.runner import task_child
+from orchestrator.engine.secrets_chain import SecretsChain, answer_lookup
 from orchestrator.engine.taskenv import EnvPolicy
 from orchestrator.settings import Settings
 from orchestrator.store import Store
@@ -116,6 +117,7 @@ class Worker:
         self.ready = threading.Event()  # run_forever: children started, worker registered
         self._logs = LogShipper(store, settings.max_log_bytes)  # try logs to the store
         self._last_ship = time.monotonic()
+        self._secrets = SecretsChain(store, settings)  # what tries' lookups read (issue 16)
 
     # -- children --------------------------------------------------------------------------
     def _spawn(self) -> _Slot:
@@ -326,6 +328,8 @@ class Worker:
                 message = _NOTHING
             except Exception as exc:  # noqa: BLE001 - garbage on the channel
                 message = exc
+            if answer_lookup(self._secrets, slot.conn, message, (claim.ti_id, claim.try_number)):
+                continue  # the try asked for a variable or connection: it runs on
             self._busy.remove(slot)
             if message is not _NOTHING:
                 outcome = _outcome_of(message, (claim.ti_id, claim.try_number), slot.process.pid)

@@ -12,6 +12,7 @@ from orchestrator.store.alert_store import AlertStore
 from orchestrator.store.backfill_store import BackfillStore
 from orchestrator.store.claims import ClaimStore
 from orchestrator.store.cluster_store import ClusterStore
+from orchestrator.store.connection_store import ConnectionStore
 from orchestrator.store.dag_store import DagStore
 from orchestrator.store.events import EventStore
 from orchestrator.store.explain_store import ExplainStore
@@ -25,6 +26,7 @@ from orchestrator.store.run_store import RunStore
 from orchestrator.store.task_store import TaskStore
 from orchestrator.store.ui_actions import UiActionStore
 from orchestrator.store.user_store import UserStore
+from orchestrator.store.variable_store import VariableStore
 from orchestrator.store.version_store import VersionStore
 
 
@@ -47,6 +49,8 @@ class Store(
     RetentionStore,  # observability (issue 6)
     LogStore,  # try logs shipped to the store (issue 17)
     VersionStore,  # a DAG's stored versions (issue 17)
+    VariableStore,  # issue 16: variables
+    ConnectionStore,  # issue 16: connections
 ):
     """All the transitions and reads, one mixin per concept (one base per line)."""
 

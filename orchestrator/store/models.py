@@ -370,3 +370,33 @@ alert_cursors = Table(
     Column("name", String(50), primary_key=True),
     Column("last_event_id", Id, nullable=False),
 )
+
+# issue 16: variables and connections; secret values are Fernet tokens (store/secret_box.py)
+variables = Table(
+    "variables",
+    metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("key", String(250), nullable=False, unique=True),
+    Column("val", Text, nullable=False),  # the text, or its Fernet token when is_encrypted
+    Column("is_json", Boolean, nullable=False),
+    Column("is_secret", Boolean, nullable=False),  # masked wherever it is read
+    Column("is_encrypted", Boolean, nullable=False),
+    Column("description", Text),
+    Column("updated_at", UTCDateTime, nullable=False),
+)
+
+connections = Table(
+    "connections",
+    metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("conn_id", String(250), nullable=False, unique=True),
+    Column("conn_type", String(500), nullable=False),
+    Column("description", Text),
+    Column("host", String(500)),
+    Column("schema", String(500)),
+    Column("login", Text),
+    Column("password", Text),  # a Fernet token
+    Column("port", Integer),
+    Column("extra", Text),  # a Fernet token of the JSON object
+    Column("updated_at", UTCDateTime, nullable=False),
+)

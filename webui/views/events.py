@@ -16,6 +16,7 @@ KNOWN_KINDS = (
     "stale_write_rejected", "dag_added", "dag_paused", "dag_unpaused", "dag_removed",
     "schedule_changed", "import_error", "task_lost", "login_failed", "user_added",
     "user_deleted", "user_password_set",
+    "variable_set", "variable_deleted", "connection_set", "connection_deleted",  # issue 16
 )  # fmt: skip
 
 

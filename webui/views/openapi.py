@@ -28,6 +28,13 @@ ROUTES: list[tuple[str, str, str, tuple[str, ...], dict[str, str]]] = [
     ("post", "/runs/{run_id}/cancel", "Cancel a run", (), {}),
     ("post", "/runs/{run_id}/tasks/{task_id}/clear", "Clear a task", (), {"downstream": "boolean"}),
     ("post", "/runs/{run_id}/tasks/{task_id}/mark", "Mark a task success or failed", (), {"state": "string"}),
+    # issue 16: variables and connections (secrets as ***)
+    ("get", "/variables", "Variables; secret values as ***", (), {}),
+    ("post", "/variables", "Set a variable", (), {"key": "string", "value": "string", "is_json": "boolean", "description": "string", "is_secret": "boolean"}),
+    ("post", "/variables/{key}/delete", "Delete a variable", (), {}),
+    ("get", "/connections", "Connections; passwords and extras as ***", (), {}),
+    ("post", "/connections", "Add (or with replace, save over) a connection from uri or fields", (), {"conn_id": "string", "uri": "string", "conn_type": "string", "host": "string", "login": "string", "password": "string", "port": "integer", "schema": "string", "extra": "object", "description": "string", "replace": "boolean"}),
+    ("post", "/connections/{conn_id}/delete", "Delete a connection", (), {}),
 ]  # fmt: skip
 
 # JSON body fields that must be present (webui.inputs.json_body refuses a body without)
@@ -35,6 +42,8 @@ REQUIRED: dict[str, list[str]] = {
     "/dags/{dag_id}/pause": ["paused"],
     "/dags/{dag_id}/backfill": ["start", "end"],
     "/runs/{run_id}/tasks/{task_id}/mark": ["state"],
+    "/variables": ["key", "value"],
+    "/connections": ["conn_id"],
 }
 
 ERROR = {
