@@ -95,7 +95,7 @@ class DagStore(StoreBase):
         new, updates, changed = [], [], []
         for data in items:
             dag_id, sig = data["dag_id"], schedule_signature(data)
-            desc = DagSpec.from_dict(data).schedule.describe()
+            desc = DagSpec.from_dict(data).schedule_description()
             values = dict(
                 fileloc=data["fileloc"],
                 is_active=True,
