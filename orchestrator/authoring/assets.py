@@ -80,7 +80,9 @@ class Asset(AssetRef):
             raise _fail(problem, where)
         for what, value in (("name", name), ("group", group)):
             if value is not None and (not isinstance(value, str) or not value.strip()):
-                raise _fail(f"asset {uri!r}: {what} must be a non-empty string, got {value!r}", where)
+                raise _fail(
+                    f"asset {uri!r}: {what} must be a non-empty string, got {value!r}", where
+                )
             if isinstance(value, str) and len(value) > 250:
                 raise _fail(f"asset {uri!r}: {what} is longer than 250 characters", where)
         object.__setattr__(self, "uri", uri)
@@ -139,9 +141,7 @@ def _condition(value: Any, where: Where, what: str) -> AssetCondition:
     raise _fail(f"{what}: expected assets, got {value!r}", where)
 
 
-def split_schedule(
-    schedule: Any, dag_id: str, where: Where
-) -> tuple[Any, AssetCondition | None]:
+def split_schedule(schedule: Any, dag_id: str, where: Where) -> tuple[Any, AssetCondition | None]:
     """``schedule=`` as (its time part for ``parse_schedule``, its asset condition)."""
     if isinstance(schedule, AssetOrTimeSchedule):
         return schedule.timetable, schedule.condition
@@ -164,8 +164,7 @@ def outlet_list(outlets: Iterable[Any] | None, task_id: str, where: Where) -> tu
     for o in outlets:
         if not isinstance(o, Asset):
             raise _fail(
-                f"task {task_id!r}: outlet {o!r} is not an Asset (write Asset({o!r}) "
-                "for a URI)",
+                f"task {task_id!r}: outlet {o!r} is not an Asset (write Asset({o!r}) for a URI)",
                 where,
             )
         out.setdefault(o.uri, o)

@@ -198,7 +198,7 @@ def _dags_of(path: str, cache: dict[str, tuple[int, dict[str, Any]]]) -> dict[st
 
 def run_try(job: dict[str, Any], cache: dict[str, tuple[int, dict[str, Any]]]) -> dict[str, Any]:
     """Run one try described by ``job``; never raises."""
-    from orchestrator.authoring.context import TaskContext
+    from orchestrator.authoring.context import TaskContext, asset_events_of
     from orchestrator.authoring.templating import render_shell
 
     me = os.getpid()
@@ -226,6 +226,8 @@ def run_try(job: dict[str, Any], cache: dict[str, tuple[int, dict[str, Any]]]) -
         log=logger,
         upstream_ids=tuple(job["upstream"]),
         _results=job["results"],
+        outlets=tuple(job.get("outlets") or ()),
+        triggering_asset_events=asset_events_of(job.get("triggering_asset_events")),
     )
     logger.info(
         "starting dag_id=%s run_id=%s task_id=%s try=%s",
@@ -294,7 +296,7 @@ def run_try(job: dict[str, Any], cache: dict[str, tuple[int, dict[str, Any]]]) -
                     None,
                 )
         logger.info("succeeded")
-        return {"ok": True, "result": result}
+        return {"ok": True, "result": result, **ctx.outlet_outcome()}
     except DagImportError as exc:
         return _failure(logger, f"cannot import the DAG file: {exc.message}", None)
     except BaseException as exc:  # noqa: BLE001 - the task's error, whatever it is
@@ -339,7 +341,7 @@ def _http_try(job: dict[str, Any], ctx: Any, cache: dict, logger: logging.Logger
                 None,
             )
         check = task.response_check
-    return run_http(
+    out = run_http(
         job["http"],
         ctx.template_vars(job["timezone"]),
         logger,
@@ -347,6 +349,7 @@ def _http_try(job: dict[str, Any], ctx: Any, cache: dict, logger: logging.Logger
         response_check=check,
         ctx=ctx,
     )
+    return {**out, **ctx.outlet_outcome()} if out.get("ok") else out
 
 
 def _run_command(argv: list[str], log: CappedLog, *, env: dict[str, str], cwd: str | None) -> int:

@@ -9,6 +9,7 @@ compare-and-set whose row count is checked. Records, not rows, leave it.
 """
 
 from orchestrator.store.alert_store import AlertStore
+from orchestrator.store.asset_store import AssetStore
 from orchestrator.store.backfill_store import BackfillStore
 from orchestrator.store.claims import ClaimStore
 from orchestrator.store.cluster_store import ClusterStore
@@ -43,6 +44,7 @@ class Store(
     ExplainStore,
     AlertStore,
     RetentionStore,  # observability (issue 6)
+    AssetStore,  # assets and asset events (issue 15)
 ):
     """All the transitions and reads, one mixin per concept (one base per line)."""
 

@@ -19,14 +19,16 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
+from typing import Any
 
 from sqlalchemy import Connection, bindparam, select, tuple_, update
 
 from orchestrator.authoring.spec import DagSpec
 from orchestrator.states import RunState, TaskState
 from orchestrator.store import models as m
+from orchestrator.store.asset_store import record_outlet_events
 from orchestrator.store.base import StoreBase, record_event
 from orchestrator.store.records import Claim
 from orchestrator.store.release import release_after_success
@@ -62,7 +64,11 @@ class FinishStore(StoreBase):
         """
         return self.finish_successes([(claim, result, now)])[0].recorded
 
-    def finish_successes(self, items: list[tuple[Claim, str | None, datetime]]) -> list[Finished]:
+    def finish_successes(
+        self,
+        items: list[tuple[Claim, str | None, datetime]],
+        extras: dict[tuple[int, int], dict[str, Any]] | None = None,
+    ) -> list[Finished]:
         """Record several successful tries in one transaction (one commit), in order.
 
         Each is fenced on its own: a stale one changes nothing and is logged, the
@@ -71,7 +77,7 @@ class FinishStore(StoreBase):
         distinct result, and each run's downstream tasks decided once, after all of
         its successes are in.
         """
-        return self._finish(items, None)[0]
+        return self._finish(items, None, extras)[0]
 
     def finish_and_claim(
         self,
@@ -82,25 +88,27 @@ class FinishStore(StoreBase):
         *,
         limit: int,
         queues: Iterable[str] = ("default",),
+        extras: dict[tuple[int, int], dict[str, Any]] | None = None,
     ) -> tuple[list[Finished], list[Claim]]:
         """``finish_successes``, then ``claim(..., results=True)`` in the same transaction.
 
         A worker's round (record what finished, take what is ready, including what
         those successes just released) costs one commit instead of two.
         """
-        return self._finish(items, (owner, now, now + lease, limit, list(queues)))
+        return self._finish(items, (owner, now, now + lease, limit, list(queues)), extras)
 
     def _finish(
         self,
         items: list[tuple[Claim, str | None, datetime]],
         claim: tuple[str, datetime, datetime, int, list[str]] | None,
+        extras: dict[tuple[int, int], dict[str, Any]] | None = None,
     ) -> tuple[list[Finished], list[Claim]]:
         out, prepared = self._prepare(items)
         claims: list[Claim] = []
         if prepared or claim:
             with self.write() as conn:
                 # results just recorded are not read back for the tasks they released
-                known = self._record(conn, prepared, out) if prepared else {}
+                known = self._record(conn, prepared, out, extras) if prepared else {}
                 if claim and claim[3] > 0:
                     claims = self._claim_in(conn, *claim, known)  # type: ignore[attr-defined]
         return [o if o is not None else Finished(recorded=False) for o in out], claims
@@ -128,7 +136,11 @@ class FinishStore(StoreBase):
         return out, prepared
 
     def _record(
-        self, conn: Connection, prepared: list[_Prepared], out: list[Finished | None]
+        self,
+        conn: Connection,
+        prepared: list[_Prepared],
+        out: list[Finished | None],
+        extras: dict[tuple[int, int], dict[str, Any]] | None = None,
     ) -> dict[tuple[str, str], str | None]:
         """Record the held successes (see ``finish_successes``); their results by
         (run_id, task_id)."""
@@ -149,6 +161,13 @@ class FinishStore(StoreBase):
             for p, finished in zip(group, done, strict=True):
                 out[p.index] = finished
         self._advance_runs(conn, runs, by_run, out)
+        # issue 15: the outlets' asset events, only for the successes written (fenced)
+        emitted = record_outlet_events(
+            conn, [(p.claim, p.spec.tasks[p.claim.task_id].outlets, p.now) for p in recorded
+                   if p.claim.task_id in p.spec.tasks], extras)  # fmt: skip
+        for p in recorded:  # an event may start a consumer's run: the scheduler decides
+            if p.claim.ti_id in emitted and (done := out[p.index]) is not None:
+                out[p.index] = replace(done, needs_scheduler=True)
         return {(p.claim.run_id, p.claim.task_id): p.result for p in recorded}
 
     def _advance_runs(

@@ -402,9 +402,7 @@ asset_queue = Table(
     "asset_queue",
     metadata,
     Column("dag_id", String(250), primary_key=True),
-    Column(
-        "event_id", Id, ForeignKey("asset_events.id", ondelete="CASCADE"), primary_key=True
-    ),
+    Column("event_id", Id, ForeignKey("asset_events.id", ondelete="CASCADE"), primary_key=True),
     Column("asset_id", Id, nullable=False),
     Column("queued_at", UTCDateTime, nullable=False),
 )
@@ -414,8 +412,6 @@ asset_run_events = Table(
     "asset_run_events",
     metadata,
     Column("run_pk", Id, ForeignKey("dag_runs.id", ondelete="CASCADE"), primary_key=True),
-    Column(
-        "event_id", Id, ForeignKey("asset_events.id", ondelete="CASCADE"), primary_key=True
-    ),
+    Column("event_id", Id, ForeignKey("asset_events.id", ondelete="CASCADE"), primary_key=True),
     Index(None, "event_id"),
 )
