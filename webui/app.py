@@ -103,6 +103,9 @@ def create_app(
 
     for module in (dags, runs, events, actions, auth, api, api_actions, health, metrics):
         app.register_blueprint(module.bp)
+    from .views import assets  # issue 15: the assets pages and API
+
+    app.register_blueprint(assets.bp)
 
     app.before_request(check_request)
     app.after_request(_security_headers)

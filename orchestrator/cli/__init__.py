@@ -24,6 +24,7 @@ from sqlalchemy.exc import DBAPIError
 
 from orchestrator.cli import (
     alerts,
+    assets,
     backfill,
     dags,
     pools,
@@ -39,6 +40,7 @@ from orchestrator.errors import OrchestratorError
 from orchestrator.observability.logging_setup import configure as configure_logging
 
 GROUPS = (processes, dags, runs, tasks, users, status, pools, backfill, schedule, alerts)
+GROUPS += (assets,)  # issue 15
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -222,3 +223,71 @@ def all_of(items: Iterable[AssetCondition]) -> AssetCondition:
     """``schedule=[a, b]``: AssetAll of the items (one item stays itself)."""
     items = list(items)
     return items[0] if len(items) == 1 else AssetAll(*items)
+
+
+# -- explaining what an asset-scheduled DAG waits for --------------------------------------
+@dataclass(frozen=True)
+class AssetWait:
+    """What one asset of a DAG's asset schedule has: queued events, the last event."""
+
+    uri: str
+    name: str
+    queued: int  # events queued for the DAG, not yet consumed
+    first_queued_at: datetime | None
+    last_event_at: datetime | None  # the asset's latest event, consumed or not
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "uri": self.uri,
+            "name": self.name,
+            "queued": self.queued,
+            "first_queued_at": _iso(self.first_queued_at),
+            "last_event_at": _iso(self.last_event_at),
+        }
+
+
+def _iso(value: datetime | None) -> str | None:
+    return None if value is None else value.isoformat()
+
+
+def ago(then: datetime, now: datetime) -> str:
+    """``5 s ago``, ``12 min ago``, ``3 h ago``, ``2 d ago``."""
+    seconds = max(0, int((now - then).total_seconds()))
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{seconds // size} {unit} ago"
+    return f"{seconds} s ago"
+
+
+def _clock(at: datetime, now: datetime) -> str:
+    """``10:02`` today (UTC), else ``2026-03-01 10:02``."""
+    at = at.astimezone(UTC)
+    same_day = at.date() == now.astimezone(UTC).date()
+    return at.strftime("%H:%M") if same_day else at.strftime("%Y-%m-%d %H:%M")
+
+
+def explain_waits(
+    condition: AssetCondition, waits: Sequence[AssetWait], now: datetime
+) -> tuple[bool, str]:
+    """(met, text): ``waiting for costs: last event 3 h ago; sales arrived 10:02``."""
+    present = {w.uri for w in waits if w.queued}
+    arrived = [
+        f"{w.name} arrived {_clock(w.first_queued_at, now)}"
+        + (f" ({w.queued} events)" if w.queued > 1 else "")
+        for w in waits
+        if w.queued and w.first_queued_at is not None
+    ]
+    if condition.evaluate(present):
+        text = f"{condition.describe()} is met ({'; '.join(arrived)}): a run is created at the next tick"
+        return True, text
+    missing = set(condition.missing(present))
+    parts = [
+        f"{w.name}: "
+        + (f"last event {ago(w.last_event_at, now)}" if w.last_event_at else "no event yet")
+        for w in waits
+        if w.uri in missing
+    ]
+    text = "waiting for " + ", ".join(parts)
+    if arrived:
+        text += "; " + "; ".join(arrived)
+    return False, text

@@ -66,14 +66,3 @@ class AssetEventRecord(Record):
         if self.source_run_id:
             return f"{self.source_run_id}.{self.source_task_id} (try {self.source_try_number})"
         return f"emitted by {self.emitter or 'an external producer'}"
-
-
-@dataclass(frozen=True)
-class AssetWait(Record):
-    """What one asset of a DAG's asset schedule has: queued events, the last event."""
-
-    uri: str
-    name: str
-    queued: int
-    first_queued_at: datetime | None
-    last_event_at: datetime | None

@@ -32,9 +32,16 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from orchestrator.authoring.spec import MAX_CONF_BYTES, DagSpec
 from orchestrator.errors import ConfigError, NotFoundError
-from orchestrator.scheduling.asset_conditions import QueuedEvent, plan_asset_runs, uri_problem
+from orchestrator.scheduling.asset_conditions import (
+    AssetWait,
+    QueuedEvent,
+    explain_waits,
+    plan_asset_runs,
+    uri_problem,
+)
+from orchestrator.scheduling.explain import DAG_PAUSED, Reason
 from orchestrator.store import models as m
-from orchestrator.store.asset_records import AssetEventRecord, AssetRecord, AssetWait
+from orchestrator.store.asset_records import AssetEventRecord, AssetRecord
 from orchestrator.store.base import StoreBase, record_event
 from orchestrator.store.run_rows import insert_run
 
@@ -291,6 +298,8 @@ class AssetStore(StoreBase):
 
     def get_asset(self, key: int | str) -> AssetRecord:
         """An asset by id or URI; NotFoundError naming what was asked for."""
+        if isinstance(key, int) and not 0 < key < 2**63:
+            raise NotFoundError(f"no asset {key!r}")
         cond = a.c.id == key if isinstance(key, int) else a.c.uri == key
         with self.read() as conn:
             rows = conn.execute(select(a).where(cond)).all()
@@ -372,6 +381,21 @@ class AssetStore(StoreBase):
         """The events a run consumed, oldest first, as the task context carries them."""
         events = sorted(self.asset_events(run_id=run_id, limit=10_000), key=lambda e: e.id)
         return [{k: v for k, v in e.to_dict().items() if k != "triggered_runs"} for e in events]
+
+    def asset_reasons(self, dag_id: str, now: datetime) -> list[Reason]:
+        """``dags why`` for the asset part of a DAG's schedule (empty without one)."""
+        dag = self.get_dag(dag_id)  # type: ignore[attr-defined]
+        spec = self.spec(dag_id, dag.version_hash)  # type: ignore[attr-defined]
+        cond = spec.asset_condition
+        if cond is None:
+            return []
+        out = []
+        if dag.is_paused and spec.schedule.kind == "none":
+            out.append(Reason(DAG_PAUSED, f"DAG {dag_id} is paused: asset events are queued", {}))
+        met, text = explain_waits(cond, self.asset_waits(dag_id, spec), now)
+        out.append(Reason("assets_ready" if met else "assets_waiting", text,
+                          {"condition": cond.describe()}))  # fmt: skip
+        return out
 
     def asset_waits(self, dag_id: str, spec: DagSpec) -> list[AssetWait]:
         """Per asset of the DAG's asset schedule: its queued events and last event."""

@@ -24,6 +24,11 @@ ROUTES: list[tuple[str, str, str, tuple[str, ...], dict[str, str]]] = [
     ("post", "/runs/{run_id}/cancel", "Cancel a run", (), {}),
     ("post", "/runs/{run_id}/tasks/{task_id}/clear", "Clear a task", (), {"downstream": "boolean"}),
     ("post", "/runs/{run_id}/tasks/{task_id}/mark", "Mark a task success or failed", (), {"state": "string"}),
+    # issue 15: assets
+    ("get", "/assets", "Assets with their producers, consumers and last event", (), {}),
+    ("get", "/assets/{asset_id}", "One asset and its recent events", ("limit",), {}),
+    ("get", "/assets/events", "Asset events, newest first", ("uri", "asset_id", "run_id", "limit"), {}),
+    ("post", "/assets/events", "Emit an external event for a known asset", (), {"uri": "string", "extra": "object"}),
 ]  # fmt: skip
 
 # JSON body fields that must be present (webui.inputs.json_body refuses a body without)
@@ -31,6 +36,7 @@ REQUIRED: dict[str, list[str]] = {
     "/dags/{dag_id}/pause": ["paused"],
     "/dags/{dag_id}/backfill": ["start", "end"],
     "/runs/{run_id}/tasks/{task_id}/mark": ["state"],
+    "/assets/events": ["uri"],
 }
 
 ERROR = {
