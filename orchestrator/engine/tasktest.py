@@ -83,6 +83,7 @@ def run_task_test(
         idempotency_key=idempotency_key(dag_id, run_id, task_id),
         log=logger,
         upstream_ids=tuple(sorted(task.upstream_ids)),
+        outlets=tuple(o.uri for o in task.outlets),  # issue 15: ctx.outlet_event works
     )
     if task.kind == "shell":
         shell = render_shell(task.command, ctx.template_vars(dag.timezone))

@@ -89,11 +89,20 @@ class AssetCondition:
         return tuple(u for u in self.uris() if u not in present)
 
 
-@dataclass(frozen=True, eq=True)
+@dataclass(frozen=True, eq=False)
 class AssetRef(AssetCondition):
-    """A leaf: one asset, by URI (authoring's ``Asset`` is one with a name and group)."""
+    """A leaf: one asset, by URI (authoring's ``Asset`` is one with a name and group).
+
+    Two leaves with the same URI are the same asset, whatever their class or name.
+    """
 
     uri: str
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, AssetRef) and other.uri == self.uri
+
+    def __hash__(self) -> int:
+        return hash(("asset", self.uri))
 
     def evaluate(self, present: set[str]) -> bool:
         return self.uri in present

@@ -97,3 +97,13 @@ def test_dag_page_shows_the_asset_schedule_and_what_it_waits_for(client, store):
     html = client.get("/dags/report").get_data(as_text=True)
     assert "assets: warehouse://sales/daily &amp; warehouse://costs/daily" in html
     assert "waiting for costs: no event yet; sales arrived 00:00" in html
+
+
+def test_the_graph_draws_a_task_with_outlets_distinctly(client, store):
+    _asset_dags(store)
+    html = client.get("/dags/ingest").get_data(as_text=True)
+    assert 'has-outlets" data-task-id="load"' in html
+    assert "outlets: warehouse://sales/daily" in html
+    assert 'class="outlet-mark"' in html
+    plain = client.get("/dags/report").get_data(as_text=True)
+    assert "has-outlets" not in plain and 'class="outlet-mark"' not in plain
