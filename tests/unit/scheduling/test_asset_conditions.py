@@ -36,8 +36,8 @@ def test_all_needs_every_member_any_needs_one():
 
 
 def test_nesting_flattens_same_operators_and_keeps_mixed_ones():
-    assert (A | B | C) == AssetAny(A, B, C)
-    assert (A & B & C) == AssetAll(A, B, C)
+    assert AssetAny(A, B, C) == (A | B | C)
+    assert AssetAll(A, B, C) == (A & B & C)
     nested = (A & B) | C
     assert isinstance(nested, AssetAny) and nested.objects == (AssetAll(A, B), C)
     assert nested.describe() == "(s3://a & s3://b) | s3://c"
