@@ -214,3 +214,40 @@ def test_asset_or_time_schedule_runs_on_events_and_on_time(harness, write_dag):
     harness.tick()
     assert {r.run_type for r in store.list_runs("either")} == {"scheduled", "asset_triggered"}
     assert store.get_dag("either").schedule.startswith("cron 0 0 * * * (UTC) or assets:")
+
+
+def test_cli_assets_emit_list_show_events_and_dags_why(harness, write_dag, settings, monkeypatch,
+                                                       capsys):  # fmt: skip
+    from orchestrator.cli import main
+
+    monkeypatch.setenv("ORCHESTRATOR_DATABASE_URL", settings.database_url)
+    monkeypatch.setenv("ORCHESTRATOR_DAGS_FOLDER", settings.dags_folder)
+    monkeypatch.setenv("ORCHESTRATOR_STATE_DIR", settings.state_dir)
+    _setup(harness, write_dag)
+    capsys.readouterr()
+    assert main(["assets", "emit", "warehouse://sales/daily", "--extra", '{"rows": 3}']) == 0
+    out = capsys.readouterr().out
+    assert "recorded for warehouse://sales/daily; queued for: report" in out
+    assert main(["assets", "list", "--json"]) == 0
+    listed = {a["uri"]: a for a in json.loads(capsys.readouterr().out)}
+    assert listed["warehouse://sales/daily"]["consumers"] == ["report"]
+    assert listed["warehouse://sales/daily"]["events"] == 1
+    assert main(["assets", "show", "warehouse://sales/daily"]) == 0
+    out = capsys.readouterr().out
+    assert "producers: ingest.archive, ingest.load" in out and "emitted by cli:" in out
+    assert main(["assets", "events", "--json"]) == 0
+    [event] = json.loads(capsys.readouterr().out)
+    assert event["extra"] == {"rows": 3} and event["emitter"].startswith("cli:")
+    assert main(["dags", "why", "report"]) == 0
+    out = capsys.readouterr().out
+    assert "[assets_waiting] waiting for costs: no event yet; sales arrived" in out
+    assert "manual only" not in out
+    # bad input: one line, exit 1, nothing stored
+    assert main(["assets", "emit", "warehouse://nope"]) == 1
+    assert "unknown asset 'warehouse://nope'" in capsys.readouterr().err
+    assert main(["assets", "emit", "warehouse://sales/daily", "--extra", "[1]"]) == 1
+    assert "--extra: expected a JSON object" in capsys.readouterr().err
+    assert main(["assets", "emit", "nope"]) == 1
+    assert "'nope' is not an asset URI" in capsys.readouterr().err
+    assert main(["assets", "show", "424242"]) == 1
+    assert len(harness.store.asset_events()) == 1
