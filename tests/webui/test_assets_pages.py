@@ -107,3 +107,9 @@ def test_the_graph_draws_a_task_with_outlets_distinctly(client, store):
     assert 'class="outlet-mark"' in html
     plain = client.get("/dags/report").get_data(as_text=True)
     assert "has-outlets" not in plain and 'class="outlet-mark"' not in plain
+
+
+def test_the_dag_list_says_an_asset_schedule_in_words(client, store):
+    _asset_dags(store)
+    html = client.get("/").get_data(as_text=True)
+    assert "when assets update: warehouse://sales/daily &amp; warehouse://costs/daily" in html
