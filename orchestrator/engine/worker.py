@@ -239,6 +239,12 @@ class Worker:
         try:
             spec = self.store.spec(claim.dag_id, claim.version_hash)
             task = spec.tasks[claim.task_id]
+            # issue 15: the events that started an asset-triggered run (ctx)
+            triggering = (
+                self.store.triggering_asset_events(claim.run_id)
+                if "__asset_triggered__" in claim.run_id
+                else []
+            )
         except Exception as exc:  # noqa: BLE001
             self.store.finish_failure(claim, f"cannot prepare the try: {exc}", None, now)
             return
@@ -269,11 +275,7 @@ class Worker:
             "tag": (claim.ti_id, claim.try_number),
             # issue 15: the task's outlets, and the events that triggered an asset run
             "outlets": list(task.outlets),
-            "triggering_asset_events": (
-                self.store.triggering_asset_events(claim.run_id)
-                if "__asset_triggered__" in claim.run_id
-                else []
-            ),
+            "triggering_asset_events": triggering,
         }
         slot = self._free_slot()
         slot.claim = claim

@@ -87,6 +87,7 @@ def register_assets(conn: Connection, items: list[dict], now: datetime) -> None:
         for asset in data.get("assets") or ():
             named[asset["uri"]] = asset
     if not named:
+        _drop_unconsumed(conn, ids, set())
         return
     known = {r.uri: r for r in conn.execute(select(a).where(a.c.uri.in_(list(named))))}
     new = [
@@ -119,6 +120,19 @@ def register_assets(conn: Connection, items: list[dict], now: datetime) -> None:
                              "task_id": t.task_id})  # fmt: skip
     if rows:
         conn.execute(_insert_ignore(conn, refs), rows)
+    _drop_unconsumed(
+        conn, ids, {(r["dag_id"], r["asset_id"]) for r in rows if r["kind"] == "consumer"}
+    )
+
+
+def _drop_unconsumed(conn: Connection, dag_ids: list[str], consumed: set[tuple[str, int]]) -> None:
+    """Queued events of assets a DAG's new version is no longer scheduled on go."""
+    queued = conn.execute(
+        select(q.c.dag_id, q.c.asset_id).where(q.c.dag_id.in_(dag_ids)).distinct()
+    ).all()
+    for dag_id, asset_id in queued:
+        if (dag_id, asset_id) not in consumed:
+            conn.execute(delete(q).where(q.c.dag_id == dag_id, q.c.asset_id == asset_id))
 
 
 # -- events --------------------------------------------------------------------------------

@@ -251,3 +251,16 @@ def test_cli_assets_emit_list_show_events_and_dags_why(harness, write_dag, setti
     assert "'nope' is not an asset URI" in capsys.readouterr().err
     assert main(["assets", "show", "424242"]) == 1
     assert len(harness.store.asset_events()) == 1
+
+
+def test_a_dag_no_longer_scheduled_on_an_asset_drops_its_queued_events(harness, write_dag):
+    _setup(harness, write_dag)
+    store, now = harness.store, harness.clock.now()
+    store.emit_asset_event("warehouse://sales/daily", {}, now)
+    write_dag("report.py", CONSUMER.format(schedule="[costs]", misfire="coalesce"))
+    harness.parse()
+    waits = store.asset_waits("report", store.current_spec("report"))
+    assert [(w.uri, w.queued) for w in waits] == [("warehouse://costs/daily", 0)]
+    with store.read() as conn:
+        assert conn.execute(select(func.count()).select_from(m.asset_queue)).scalar() == 0
+    assert store.get_asset("warehouse://sales/daily").consumers == ()
