@@ -113,3 +113,16 @@ def test_the_dag_list_says_an_asset_schedule_in_words(client, store):
     _asset_dags(store)
     html = client.get("/").get_data(as_text=True)
     assert "when assets update: warehouse://sales/daily &amp; warehouse://costs/daily" in html
+
+
+def test_an_asset_triggered_runs_page_lists_the_events_it_consumed(client, store):
+    _asset_dags(store)
+    producer = _produce(store)
+    store.emit_asset_event("warehouse://costs/daily", {}, START, emitter="cli:ada@host")
+    assert store.create_asset_runs(START + timedelta(seconds=3)) == 1
+    [run] = [r for r in store.list_runs("report") if r.run_type == "asset_triggered"]
+    html = client.get(f"/runs/{run.run_id}").get_data(as_text=True)
+    assert 'id="asset-events"' in html
+    assert "warehouse://sales/daily" in html and f"{producer.run_id}</a>.load" in html
+    assert "emitted by cli:ada@host" in html
+    assert 'id="asset-events"' not in client.get(f"/runs/{producer.run_id}").get_data(as_text=True)
