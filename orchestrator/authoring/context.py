@@ -9,6 +9,9 @@ from datetime import datetime
 from typing import Any
 
 
+MAX_OUTLET_EXTRA_BYTES = 65536  # as an external event's extra (store.asset_store)
+
+
 @dataclass(frozen=True)
 class AssetEvent:
     """One asset event that triggered this run (``ctx.triggering_asset_events``)."""
@@ -79,11 +82,17 @@ class TaskContext:
             extra = {}
         if not isinstance(extra, dict):
             raise TypeError(f"outlet_event extra must be a dict, got {type(extra).__name__}")
+        merged = {**self._outlet_extras.get(uri, {}), **extra}
         try:
-            json.dumps(extra, allow_nan=False)
+            size = len(json.dumps(merged, allow_nan=False).encode())
         except (TypeError, ValueError) as exc:
             raise TypeError(f"outlet_event extra is not JSON-serialisable: {exc}") from None
-        self._outlet_extras.setdefault(uri, {}).update(extra)
+        if size > MAX_OUTLET_EXTRA_BYTES:
+            raise ValueError(
+                f"outlet_event extra for {uri!r} is {size} bytes of JSON, over "
+                f"{MAX_OUTLET_EXTRA_BYTES}"
+            )
+        self._outlet_extras[uri] = merged
 
     def outlet_outcome(self) -> dict[str, Any]:
         """What a successful try's reply carries for its outlet events (may be empty)."""

@@ -119,3 +119,6 @@ def test_outlet_event_adds_extra_only_for_an_outlet():
         ctx.outlet_event(Asset("s3://b/other"))
     with pytest.raises(TypeError, match="not JSON-serialisable"):
         ctx.outlet_event("s3://b/sales", extra={"x": object()})
+    with pytest.raises(ValueError, match="bytes of JSON, over 65536"):
+        ctx.outlet_event("s3://b/sales", extra={"x": "y" * 70_000})
+    assert ctx.outlet_outcome() == {"outlet_events": {"s3://b/sales": {"rows": 1, "more": True}}}
