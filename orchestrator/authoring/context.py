@@ -8,7 +8,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-
 MAX_OUTLET_EXTRA_BYTES = 65536  # as an external event's extra (store.asset_store)
 
 
