@@ -126,3 +126,17 @@ def test_an_asset_triggered_runs_page_lists_the_events_it_consumed(client, store
     assert "warehouse://sales/daily" in html and f"{producer.run_id}</a>.load" in html
     assert "emitted by cli:ada@host" in html
     assert 'id="asset-events"' not in client.get(f"/runs/{producer.run_id}").get_data(as_text=True)
+
+
+def test_the_dag_api_mirrors_the_asset_schedule_and_outlets(client, store):
+    _asset_dags(store)
+    store.emit_asset_event("warehouse://sales/daily", {}, START, emitter="cli:me")
+    body = client.get("/api/v1/dags/report").get_json()
+    assert body["asset_schedule"] == "warehouse://sales/daily & warehouse://costs/daily"
+    waits = {w["uri"]: w for w in body["asset_waits"]}
+    assert waits["warehouse://sales/daily"]["queued"] == 1
+    assert waits["warehouse://costs/daily"]["queued"] == 0
+    assert body["asset_reasons"][0]["code"] == "assets_waiting"
+    producer = client.get("/api/v1/dags/ingest").get_json()
+    assert producer["tasks"][0]["outlets"] == ["warehouse://sales/daily"]
+    assert "asset_schedule" not in producer
