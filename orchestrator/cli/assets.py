@@ -28,6 +28,7 @@ def register(sub: Any, parents: Parents) -> None:
     p.add_argument("--limit", type=whole(1, 10_000), default=20, help="events to show")
     p = parents.add(assets, "events", "asset events, newest first", json_output=True)
     p.add_argument("asset", metavar="URI_OR_ID", nargs="?", default=None)
+    p.add_argument("--run", dest="run_id", default=None, help="only the events RUN_ID consumed")
     p.add_argument("--limit", type=whole(1, 10_000), default=50)
     p = parents.add(assets, "emit", "record an external event for a known asset", json_output=True)
     p.add_argument("uri", metavar="URI")
@@ -79,7 +80,8 @@ def cmd_assets(args: argparse.Namespace, settings: Settings) -> int:
         emit(args, events, events, _EVENT_COLUMNS)
         return 0
     if args.action == "events":
-        events = [_event_row(e) for e in store.asset_events(_key(args.asset), limit=args.limit)]
+        found = store.asset_events(_key(args.asset), limit=args.limit, run_id=args.run_id)
+        events = [_event_row(e) for e in found]
         emit(args, events, events, _EVENT_COLUMNS)
         return 0
     extra = parse_json_object(args.extra, "--extra")

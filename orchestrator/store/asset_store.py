@@ -43,7 +43,7 @@ from orchestrator.scheduling.explain import DAG_PAUSED, Reason
 from orchestrator.store import models as m
 from orchestrator.store.asset_records import AssetEventRecord, AssetRecord
 from orchestrator.store.base import StoreBase, record_event
-from orchestrator.store.run_rows import insert_run
+from orchestrator.store.run_rows import insert_run, make_run_id
 
 log = logging.getLogger(__name__)
 a, ev, q, refs = m.assets, m.asset_events, m.asset_queue, m.asset_refs
@@ -291,7 +291,8 @@ class AssetStore(StoreBase):
             uris = sorted({e.uri for e in group})
             record_event(conn, now, "asset_run_created",
                          f"{len(ids)} event(s) of {', '.join(uris)} consumed",
-                         dag_id=spec.dag_id)  # fmt: skip
+                         dag_id=spec.dag_id,
+                         run_id=make_run_id(spec.dag_id, ASSET_RUN_TYPE, when))  # fmt: skip
             when += timedelta(microseconds=1)
         return len(groups)
 

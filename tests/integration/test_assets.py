@@ -80,6 +80,8 @@ def test_outlets_record_events_and_an_all_schedule_runs_once_with_its_events(har
     harness.tick()
     runs = _asset_runs(store)
     assert len(runs) == 1
+    [made] = store.events(kind="asset_run_created")
+    assert made.run_id == runs[0].run_id and "3 event(s)" in made.message
     harness.tick()  # the same events never make a second run
     assert len(_asset_runs(store)) == 1
     done = harness.run_until_finished(runs[0].run_id)
@@ -238,6 +240,8 @@ def test_cli_assets_emit_list_show_events_and_dags_why(harness, write_dag, setti
     assert main(["assets", "events", "--json"]) == 0
     [event] = json.loads(capsys.readouterr().out)
     assert event["extra"] == {"rows": 3} and event["emitter"].startswith("cli:")
+    assert main(["assets", "events", "--run", "no-such-run", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == []
     assert main(["dags", "why", "report"]) == 0
     out = capsys.readouterr().out
     assert "[assets_waiting] waiting for costs: no event yet; sales arrived" in out
