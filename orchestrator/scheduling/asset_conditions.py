@@ -296,7 +296,9 @@ def explain_waits(
         for w in waits
         if w.uri in missing
     ]
-    text = "waiting for " + ", ".join(parts)
+    text = ("waiting for one of " if isinstance(condition, AssetAny) else "waiting for ") + (
+        ", ".join(parts)
+    )
     if arrived:
         text += "; " + "; ".join(arrived)
     return False, text

@@ -155,5 +155,9 @@ def test_what_a_dag_waits_for_in_words():
     assert explain_waits(cond, never, NOW)[1] == (
         "waiting for sales: no event yet, costs: last event 3 h ago"
     )
-    met, text = explain_waits(AssetRef("s3://sales") | AssetRef("s3://costs"), waits, NOW)
+    either = AssetRef("s3://sales") | AssetRef("s3://costs")
+    assert explain_waits(either, never, NOW)[1] == (
+        "waiting for one of sales: no event yet, costs: last event 3 h ago"
+    )
+    met, text = explain_waits(either, waits, NOW)
     assert met and "is met" in text and "sales arrived 10:02" in text
