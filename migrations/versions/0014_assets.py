@@ -58,6 +58,7 @@ def upgrade() -> None:
         sa.Column("source_run_id", sa.String(length=400), nullable=True),
         sa.Column("source_task_id", sa.String(length=250), nullable=True),
         sa.Column("source_try_number", sa.Integer(), nullable=True),
+        sa.Column("source_ti_id", Id, nullable=True),
         sa.Column("emitter", sa.String(length=250), nullable=True),
         sa.ForeignKeyConstraint(
             ["asset_id"], ["assets.id"], name=op.f("fk_asset_events_asset_id_assets"),
@@ -65,8 +66,8 @@ def upgrade() -> None:
         ),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_asset_events")),
         sa.UniqueConstraint(
-            "asset_id", "source_run_id", "source_task_id", "source_try_number",
-            name=op.f("uq_asset_events_asset_id_source_run_id_source_task_id_source_try_number"),
+            "asset_id", "source_ti_id", "source_try_number",
+            name=op.f("uq_asset_events_asset_id_source_ti_id_source_try_number"),
         ),
     )  # fmt: skip
     op.create_index(op.f("ix_asset_events_asset_id_id"), "asset_events", ["asset_id", "id"])

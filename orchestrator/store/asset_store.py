@@ -188,7 +188,7 @@ def record_outlet_events(
                 .values(
                     asset_id=id_of[uri], at=now, extra=extra, source_dag_id=claim.dag_id,
                     source_run_id=claim.run_id, source_task_id=claim.task_id,
-                    source_try_number=claim.try_number,
+                    source_try_number=claim.try_number, source_ti_id=claim.ti_id,
                 )
                 .returning(ev.c.id)
             ).scalar_one()  # fmt: skip

@@ -391,8 +391,10 @@ asset_events = Table(
     Column("source_run_id", String(400)),
     Column("source_task_id", String(250)),
     Column("source_try_number", Integer),
+    # the task instance (one per map index, if mapped): one event per try and asset
+    Column("source_ti_id", Id),
     Column("emitter", String(250)),  # who emitted an external event (cli:USER@HOST, api:USER)
-    UniqueConstraint("asset_id", "source_run_id", "source_task_id", "source_try_number"),
+    UniqueConstraint("asset_id", "source_ti_id", "source_try_number"),
     Index(None, "asset_id", "id"),
 )
 
