@@ -268,3 +268,28 @@ def test_a_dag_no_longer_scheduled_on_an_asset_drops_its_queued_events(harness, 
     with store.read() as conn:
         assert conn.execute(select(func.count()).select_from(m.asset_queue)).scalar() == 0
     assert store.get_asset("warehouse://sales/daily").consumers == ()
+
+
+def test_an_http_task_with_an_outlet_records_its_event_when_it_succeeds(harness, write_dag):
+    from tests.integration.test_http_tasks import Server
+
+    server = Server()
+    try:
+        write_dag(
+            "hook.py",
+            f"""
+            from orchestrator import DAG, Asset
+
+            feed = Asset("api://partner/feed")
+            with DAG("hook", schedule=None) as dag:
+                dag.http("ok", "{server.base}/hook", outlets=[feed])
+                dag.http("bad", "{server.base}/status/500", outlets=[feed])
+            """,
+        )
+        harness.parse()
+        run = harness.store.trigger_run("hook", harness.clock.now())
+        assert harness.run_until_finished(run.run_id).state == "failed"
+    finally:
+        server.close()
+    [event] = harness.store.asset_events("api://partner/feed")
+    assert (event.source_task_id, event.source_run_id) == ("ok", run.run_id)
