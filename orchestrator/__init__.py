@@ -16,10 +16,13 @@ from typing import Any
 
 __all__ = ["DAG", "Task", "task", "OrchestratorError"]
 __all__ += ["Connection"]  # issue 16: what ctx.connection() returns and backends may
+# issue 15: assets and asset schedules
+_ASSET_NAMES = ("Asset", "AssetAll", "AssetAny", "AssetOrTimeSchedule")  # via authoring.dag
+__all__ += list(_ASSET_NAMES)
 
 
 def __getattr__(name: str) -> Any:  # imported lazily so store-only processes stay light
-    if name in ("DAG", "Task", "task"):
+    if name in ("DAG", "Task", "task", *_ASSET_NAMES):
         from orchestrator.authoring import dag
 
         return getattr(dag, name)

@@ -111,6 +111,9 @@ def create_app(
 
     app.register_blueprint(credentials.bp)
     app.register_blueprint(api_credentials.bp)
+    from .views import assets  # issue 15: the assets pages and API
+
+    app.register_blueprint(assets.bp)
 
     app.before_request(check_request)
     app.after_request(_security_headers)

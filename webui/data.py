@@ -41,6 +41,14 @@ VERSIONS_SHOWN = 20  # the DAG page lists the latest versions (the API lists the
 
 def words(spec: DagSpec) -> str:
     s = spec.schedule
+    cond = spec.asset_condition  # issue 15: an asset schedule in words
+    if cond is not None:
+        on = f"when assets update: {cond.describe()}"
+        return (
+            on
+            if s.kind == "none"
+            else f"{schedule_in_words(s.kind, s.expr, s.interval, s.timezone)}, or {on}"
+        )
     return schedule_in_words(s.kind, s.expr, s.interval, s.timezone)
 
 

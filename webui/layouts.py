@@ -61,7 +61,8 @@ class Layouts:
                 log.info(
                     "laid out dag_id=%s version=%s: %d tasks", dag_id, version_hash, len(lay.nodes)
                 )
-            drawing = Drawing(lay)
+            outlets = {t.task_id: t.outlets for t in spec.tasks.values() if t.outlets}
+            drawing = Drawing(lay, outlets)  # issue 15: outlets drawn distinctly
             with self._lock:
                 self._items[key] = drawing
                 while len(self._items) > self.keep:

@@ -57,8 +57,14 @@ def _states() -> Callable[[str], tuple[str, str]]:
 class Drawing:
     """A layout ready to draw: what does not depend on the run is escaped once."""
 
-    def __init__(self, layout: Layout) -> None:
+    def __init__(self, layout: Layout, outlets: Mapping[str, Iterable[str]] | None = None) -> None:
         self.layout = layout
+        # issue 15: a task with outlets is drawn with an asset mark and named in its title
+        outlets = {k: tuple(v) for k, v in (outlets or {}).items() if v}
+        self._outlets = {
+            k: (" has-outlets", str(escape(" · outlets: " + ", ".join(v))))
+            for k, v in outlets.items()
+        }
         self._head = (
             f'<svg class="graph" viewBox="0 0 {layout.width} {layout.height}" '
             f'width="{layout.width}" height="{layout.height}" role="img" '
@@ -77,7 +83,13 @@ class Drawing:
                 f'<rect x="{n.x}" y="{n.y}" width="{n.w}" height="{n.h}" rx="7"></rect>'
                 f'<rect class="node-stripe" x="{n.x}" y="{n.y}" width="6" height="{n.h}" '
                 f'rx="3"></rect><text x="{n.x + 16}" y="{n.y + n.h / 2 + 4.5}">'
-                f"{escape(n.label)}</text>",
+                f"{escape(n.label)}</text>"
+                + (
+                    f'<circle class="outlet-mark" cx="{n.x + n.w - 10}" cy="{n.y + 10}" r="4">'
+                    "</circle>"
+                    if n.id in outlets
+                    else ""
+                ),
             )
             for n in layout.nodes
         ]
@@ -93,8 +105,9 @@ class Drawing:
         parts = [self._head, self._edges]
         for task_id, eid, qid, body in self._nodes:
             cls, st = of(states.get(task_id, "none"))
-            head = f'<g class="node {cls}" data-task-id="{eid}" data-state="{st}">'
-            title = f"<title>{eid}: {st}</title>"
+            extra_cls, extra_title = self._outlets.get(task_id, ("", ""))
+            head = f'<g class="node {cls}{extra_cls}" data-task-id="{eid}" data-state="{st}">'
+            title = f"<title>{eid}: {st}{extra_title}</title>"
             if task_href is None:
                 parts.append(f"{head}{title}{body}</g>")
             else:

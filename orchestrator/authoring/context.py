@@ -17,6 +17,36 @@ from orchestrator.authoring.credentials import (
 )
 
 _MISSING: Any = object()
+MAX_OUTLET_EXTRA_BYTES = 65536  # as an external event's extra (store.asset_store)
+
+
+@dataclass(frozen=True)
+class AssetEvent:
+    """One asset event that triggered this run (``ctx.triggering_asset_events``)."""
+
+    id: int
+    uri: str
+    at: datetime
+    extra: dict[str, Any]
+    source_dag_id: str | None = None
+    source_run_id: str | None = None
+    source_task_id: str | None = None
+    source_try_number: int | None = None
+    emitter: str | None = None
+
+
+def asset_events_of(items: Any) -> tuple[AssetEvent, ...]:
+    """The job's JSON-ready events as :class:`AssetEvent` records."""
+    out = []
+    for item in items or ():
+        known = {k: v for k, v in item.items() if k in AssetEvent.__dataclass_fields__}
+        known["at"] = (
+            datetime.fromisoformat(known["at"])
+            if isinstance(known.get("at"), str)
+            else known.get("at")
+        )
+        out.append(AssetEvent(**known))
+    return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -43,6 +73,40 @@ class TaskContext:
     _results: dict[str, str | None] = field(default_factory=dict, repr=False)
     # issue 16: where ctx.variable / ctx.connection and var / conn in templates read
     credentials: CredentialSource | None = field(default=None, repr=False)
+    # issue 15: the task's outlet URIs; the events that started an asset-triggered run
+    outlets: tuple[str, ...] = ()
+    triggering_asset_events: tuple[AssetEvent, ...] = ()
+    _outlet_extras: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)
+
+    def outlet_event(self, asset: Any, extra: dict[str, Any] | None = None) -> None:
+        """Add ``extra`` (a JSON object) to the event this try records for ``asset``,
+        one of the task's outlets (an Asset or its URI); recorded only if the try
+        succeeds. Called twice for one asset, the extras are merged."""
+        uri = getattr(asset, "uri", asset)
+        if uri not in self.outlets:
+            raise ValueError(
+                f"task {self.task_id!r}: {uri!r} is not one of its outlets "
+                f"({', '.join(self.outlets) or 'none'})"
+            )
+        if extra is None:
+            extra = {}
+        if not isinstance(extra, dict):
+            raise TypeError(f"outlet_event extra must be a dict, got {type(extra).__name__}")
+        merged = {**self._outlet_extras.get(uri, {}), **extra}
+        try:
+            size = len(json.dumps(merged, allow_nan=False).encode())
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"outlet_event extra is not JSON-serialisable: {exc}") from None
+        if size > MAX_OUTLET_EXTRA_BYTES:
+            raise ValueError(
+                f"outlet_event extra for {uri!r} is {size} bytes of JSON, over "
+                f"{MAX_OUTLET_EXTRA_BYTES}"
+            )
+        self._outlet_extras[uri] = merged
+
+    def outlet_outcome(self) -> dict[str, Any]:
+        """What a successful try's reply carries for its outlet events (may be empty)."""
+        return {"outlet_events": dict(self._outlet_extras)} if self._outlet_extras else {}
 
     def upstream(self, task_id: str) -> Any:
         """The JSON return value of upstream task ``task_id`` (None if it returned None)."""

@@ -35,10 +35,17 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import networkx as nx
 
 from orchestrator.authoring.alerts import alert_options
+from orchestrator.authoring.assets import (  # Asset... re-exported: orchestrator's names
+    Asset,  # noqa: F401
+    AssetOrTimeSchedule,  # noqa: F401
+    outlet_list,
+    split_schedule,
+)
 from orchestrator.authoring.http_request import HttpSpecError, http_spec
 from orchestrator.authoring.python_env import function_source, python_env_options
 from orchestrator.authoring.templating import TemplateRenderError, check_template
 from orchestrator.errors import DagDefinitionError
+from orchestrator.scheduling.asset_conditions import AssetAll, AssetAny  # noqa: F401
 from orchestrator.scheduling.retry import RetryPolicy
 from orchestrator.scheduling.schedule import Schedule, ScheduleError, parse_schedule
 from orchestrator.scheduling.trigger_rules import TriggerRule
@@ -134,11 +141,14 @@ class Task:
         on_retry: Callable[..., Any] | None = None,
         branch: bool = False,
         python_env: dict[str, Any] | None = None,
+        outlets: Iterable[Any] | None = None,
         where: tuple[str | None, int | None] | None = None,
     ) -> None:
         where = where or _caller()
         self.fileloc, self.lineno = where
         self.task_id = _check_id("task_id", task_id, where)
+        # issue 15: the assets each successful try records an event for
+        self.outlets = outlet_list(outlets, task_id, where)
         self.dag = dag
         self.fn = fn
         self.command = command
@@ -293,7 +303,7 @@ class DAG:
         self,
         dag_id: str,
         *,
-        schedule: str | timedelta | None = None,
+        schedule: Any = None,
         timezone: str | None = None,
         start_date: datetime | None = None,
         end_date: datetime | None = None,
@@ -383,6 +393,8 @@ class DAG:
         self.alerts, self.deadline, self.callbacks = alert_options(
             f"DAG {dag_id!r}", alerts, deadline, hooks, where
         )
+        # issue 15: an asset schedule is a condition beside the (maybe absent) time part
+        schedule, self.asset_condition = split_schedule(schedule, dag_id, where)
         try:
             self.schedule: Schedule = parse_schedule(
                 schedule, timezone=self.timezone, start=self.start_date, end=self.end_date

@@ -23,7 +23,9 @@ from typing import Any
 import networkx as nx
 
 from orchestrator.authoring.alerts import serialized
+from orchestrator.authoring.assets import assets_data
 from orchestrator.authoring.dag import DAG
+from orchestrator.scheduling.asset_conditions import AssetCondition, condition_from_data
 from orchestrator.scheduling.retry import RetryPolicy
 from orchestrator.scheduling.schedule import Schedule, parse_schedule
 
@@ -74,6 +76,7 @@ def serialize_dag(dag: DAG) -> dict[str, Any]:
                 # only when set, so a DAG that does not use it keeps its version hash
                 **({"max_lost_tries": t.max_lost_tries} if t.max_lost_tries is not None else {}),
                 **({"python_env": t.python_env} if getattr(t, "python_env", None) else {}),
+                **({"outlets": [o.uri for o in t.outlets]} if t.outlets else {}),  # issue 15
                 **serialized(t.alerts, t.callbacks),
             }
         )
@@ -97,7 +100,18 @@ def serialize_dag(dag: DAG) -> dict[str, Any]:
         "tasks": tasks,
         **serialized(dag.alerts, dag.callbacks),
         **({"deadline": _seconds(dag.deadline)} if dag.deadline else {}),
+        **_asset_fields(dag),
     }
+
+
+def _asset_fields(dag: DAG) -> dict[str, Any]:
+    """Issue 15: the DAG's asset condition and every asset it names; only when used,
+    so a DAG without assets keeps its version hash."""
+    named = assets_data(dag.asset_condition, dag.tasks.values())
+    out: dict[str, Any] = {"assets": named} if named else {}
+    if dag.asset_condition is not None:
+        out["asset_schedule"] = dag.asset_condition.to_data()
+    return out
 
 
 def dumps(data: dict[str, Any]) -> str:
@@ -132,6 +146,7 @@ class TaskSpec:
     http: dict[str, Any] | None = None  # the request of an HTTP task
     # tries lost to infrastructure not held against retries; None: the setting
     max_lost_tries: int | None = None
+    outlets: tuple[str, ...] = ()  # asset URIs a successful try records events for
 
     @property
     def max_tries(self) -> int:
@@ -163,6 +178,21 @@ class DagSpec:
     alerts: tuple[dict[str, Any], ...] = ()
     callbacks: tuple[str, ...] = ()
     deadline: timedelta | None = None
+    asset_schedule: Any = None  # the stored asset condition (issue 15), None if not used
+    assets: tuple[dict[str, Any], ...] = ()  # every asset the DAG names: uri, name, group
+
+    @cached_property
+    def asset_condition(self) -> AssetCondition | None:
+        return None if self.asset_schedule is None else condition_from_data(self.asset_schedule)
+
+    def schedule_description(self) -> str:
+        """The schedule in words, asset condition included (``assets: a & b``)."""
+        cond = self.asset_condition
+        if cond is None:
+            return self.schedule.describe()
+        if self.schedule.kind == "none":
+            return f"assets: {cond.describe()}"
+        return f"{self.schedule.describe()} or assets: {cond.describe()}"
 
     @cached_property
     def schedule(self) -> Schedule:
@@ -256,6 +286,7 @@ class DagSpec:
                 callbacks=tuple(t.get("callbacks") or ()),
                 http=t.get("http"),
                 max_lost_tries=t.get("max_lost_tries"),
+                outlets=tuple(t.get("outlets") or ()),
             )
         return cls(
             dag_id=data["dag_id"],
@@ -277,6 +308,8 @@ class DagSpec:
             alerts=tuple(data.get("alerts") or ()),
             callbacks=tuple(data.get("callbacks") or ()),
             deadline=_td(data.get("deadline")),
+            asset_schedule=data.get("asset_schedule"),
+            assets=tuple(data.get("assets") or ()),
         )
 
     @classmethod

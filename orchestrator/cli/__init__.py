@@ -24,6 +24,7 @@ from sqlalchemy.exc import DBAPIError
 
 from orchestrator.cli import (
     alerts,
+    assets,
     backfill,
     connections,
     dags,
@@ -43,6 +44,7 @@ from orchestrator.observability.logging_setup import configure as configure_logg
 
 GROUPS = (processes, dags, runs, tasks, users, status, pools, backfill, schedule, alerts)
 GROUPS += (variables, connections, secrets)  # issue 16
+GROUPS += (assets,)  # issue 15
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -60,6 +60,9 @@ def cmd_dags_why(args: argparse.Namespace, settings: Settings) -> int:
     store = open_store(settings)
     facts = store.dag_facts(args.dag_id, SystemClock().now())
     reasons = explain_dag(facts)
+    assets = store.asset_reasons(args.dag_id, facts.now)  # issue 15: what it waits for
+    if assets:
+        reasons = [r for r in reasons if r.code != "no_schedule"] + assets
     if args.json:
         emit(args, {"dag_id": args.dag_id, "reasons": [r.to_dict() for r in reasons]})
         return 0

@@ -214,7 +214,7 @@ def run_try(
 ) -> dict[str, Any]:
     """Run one try described by ``job``; never raises. ``ask`` looks variables and
     connections up (the worker, over the channel); ``masker`` learns their secrets."""
-    from orchestrator.authoring.context import TaskContext
+    from orchestrator.authoring.context import TaskContext, asset_events_of
     from orchestrator.authoring.templating import render_shell
     from orchestrator.engine.task_secrets import masked_source
 
@@ -245,6 +245,8 @@ def run_try(
         upstream_ids=tuple(job["upstream"]),
         _results=job["results"],
         credentials=masked_source(ask, masker) if ask is not None else None,
+        outlets=tuple(job.get("outlets") or ()),
+        triggering_asset_events=asset_events_of(job.get("triggering_asset_events")),
     )
     logger.info(
         "starting dag_id=%s run_id=%s task_id=%s try=%s",
@@ -317,7 +319,7 @@ def run_try(
                     None,
                 )
         logger.info("succeeded")
-        return {"ok": True, "result": result}
+        return {"ok": True, "result": result, **ctx.outlet_outcome()}
     except DagImportError as exc:
         return _failure(logger, f"cannot import the DAG file: {exc.message}", None)
     except BaseException as exc:  # noqa: BLE001 - the task's error, whatever it is
@@ -362,7 +364,7 @@ def _http_try(job: dict[str, Any], ctx: Any, cache: dict, logger: logging.Logger
                 None,
             )
         check = task.response_check
-    return run_http(
+    out = run_http(
         job["http"],
         ctx.template_vars(job["timezone"]),
         logger,
@@ -370,6 +372,7 @@ def _http_try(job: dict[str, Any], ctx: Any, cache: dict, logger: logging.Logger
         response_check=check,
         ctx=ctx,
     )
+    return {**out, **ctx.outlet_outcome()} if out.get("ok") else out
 
 
 def _run_command(argv: list[str], log: CappedLog, *, env: dict[str, str], cwd: str | None) -> int:

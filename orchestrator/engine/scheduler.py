@@ -115,6 +115,8 @@ class Scheduler:
             self._acting(asked)
             result.runs_created = self.schedule_dags(now)
             self._acting(asked)
+            result.runs_created += self.store.create_asset_runs(now)  # issue 15: asset events
+            self._acting(asked)
             self._started(result, self.store.start_runs(now))
             self.store.finish_backfills(now)
         except _LeaseAtRisk:

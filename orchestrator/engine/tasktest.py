@@ -98,6 +98,7 @@ def run_task_test(
         log=logger,
         upstream_ids=tuple(sorted(task.upstream_ids)),
         credentials=credentials,
+        outlets=tuple(o.uri for o in task.outlets),  # issue 15: ctx.outlet_event works
     )
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):

@@ -111,6 +111,8 @@ class Worker:
         self.draining = False
         # finished tries not yet recorded: (claim, ok, result-or-error, exit, try_state, at)
         self._outbox: list[tuple[Claim, bool, Any, int | None, str, datetime]] = []
+        # issue 15: ctx.outlet_event extras of finished tries, by (ti_id, try_number)
+        self._outlet_extras: dict[tuple[int, int], dict[str, Any]] = {}
         self._claim_hint = True  # run_forever: a claim may find something
         self._last_claim = 0.0  # monotonic
         self.released = 0  # downstream tasks this worker queued itself when finishing
@@ -244,6 +246,12 @@ class Worker:
         try:
             spec = self.store.spec(claim.dag_id, claim.version_hash)
             task = spec.tasks[claim.task_id]
+            # issue 15: the events that started an asset-triggered run (ctx)
+            triggering = (
+                self.store.triggering_asset_events(claim.run_id)
+                if "__asset_triggered__" in claim.run_id
+                else []
+            )
         except Exception as exc:  # noqa: BLE001
             self.store.finish_failure(claim, f"cannot prepare the try: {exc}", None, now)
             return
@@ -274,6 +282,9 @@ class Worker:
             "venv_cache_dir": self.settings.venv_cache_dir,  # @task.virtualenv (issue 16)
             "venv_installer": self.settings.venv_installer,
             "tag": (claim.ti_id, claim.try_number),
+            # issue 15: the task's outlets, and the events that triggered an asset run
+            "outlets": list(task.outlets),
+            "triggering_asset_events": triggering,
         }
         slot = self._free_slot()
         slot.claim = claim
@@ -359,6 +370,10 @@ class Worker:
                 slot.claim, slot.deadline = None, None
                 self._idle.append(slot)
                 if outcome["ok"]:
+                    if outcome.get("outlet_events"):  # issue 15
+                        self._outlet_extras[(claim.ti_id, claim.try_number)] = outcome[
+                            "outlet_events"
+                        ]
                     self._outbox.append((claim, True, outcome.get("result"), 0, "success", now))
                 else:
                     self._outbox.append(
@@ -427,13 +442,16 @@ class Worker:
                         done, claims = self.store.finish_and_claim(
                             batch, self.id, claimed_at, self.lease, limit=free,
                             queues=self.queues, log_pieces=pieces or (),
+                            extras=self._outlet_extras or None,
                         )  # fmt: skip
                         claimed = (claims, claimed_at)
                         self._last_claim = time.monotonic()
                         # a full batch may leave more behind; a short one: nothing else
                         self._claim_hint = len(claims) == free
                     else:
-                        done = self.store.finish_successes(batch, log_pieces=pieces or ())
+                        done = self.store.finish_successes(
+                            batch, self._outlet_extras or None, log_pieces=pieces or ()
+                        )
                     if pieces is not None:
                         self._logs.committed()
                         pieces = None
@@ -441,6 +459,8 @@ class Worker:
                         f.needs_scheduler or not f.recorded for f in done
                     )
                     self.released += sum(f.released for f in done)
+                    for c, _, _ in batch:
+                        self._outlet_extras.pop((c.ti_id, c.try_number), None)
                     del self._outbox[: len(batch)]
                     recorded += len(batch)
                     continue

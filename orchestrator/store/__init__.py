@@ -9,6 +9,7 @@ compare-and-set whose row count is checked. Records, not rows, leave it.
 """
 
 from orchestrator.store.alert_store import AlertStore
+from orchestrator.store.asset_store import AssetStore
 from orchestrator.store.backfill_store import BackfillStore
 from orchestrator.store.claims import ClaimStore
 from orchestrator.store.cluster_store import ClusterStore
@@ -51,6 +52,7 @@ class Store(
     VersionStore,  # a DAG's stored versions (issue 17)
     VariableStore,  # issue 16: variables
     ConnectionStore,  # issue 16: connections
+    AssetStore,  # assets and asset events (issue 15)
 ):
     """All the transitions and reads, one mixin per concept (one base per line)."""
 

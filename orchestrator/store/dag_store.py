@@ -13,6 +13,7 @@ from orchestrator.authoring.spec import DagSpec, dumps, spec_hash
 from orchestrator.errors import NotFoundError
 from orchestrator.states import RunState
 from orchestrator.store import models as m
+from orchestrator.store.asset_store import register_assets
 from orchestrator.store.base import StoreBase, record_event
 from orchestrator.store.records import DagRecord, ImportErrorRecord, SourceRecord
 
@@ -95,7 +96,7 @@ class DagStore(StoreBase):
         new, updates, changed = [], [], []
         for data in items:
             dag_id, sig = data["dag_id"], schedule_signature(data)
-            desc = DagSpec.from_dict(data).schedule.describe()
+            desc = DagSpec.from_dict(data).schedule_description()
             values = dict(
                 fileloc=data["fileloc"],
                 is_active=True,
@@ -133,6 +134,7 @@ class DagStore(StoreBase):
             changed.append(row.version_hash != digests[dag_id] or not row.is_active)
         for dag_id, values in updates:
             conn.execute(update(d).where(d.c.dag_id == dag_id).values(**values))
+        register_assets(conn, items, now)  # issue 15: the assets and refs of these versions
         if new:
             added = set(
                 conn.execute(
@@ -323,4 +325,6 @@ class DagStore(StoreBase):
             if done:
                 kind = "dag_paused" if paused else "dag_unpaused"
                 record_event(conn, now, kind, "paused" if paused else "unpaused", dag_id=dag_id)
+                if not paused and self.current_spec(dag_id).misfire == "skip":  # issue 15
+                    self.skip_queued_asset_events(conn, dag_id, now)  # type: ignore[attr-defined]
         return bool(done)

@@ -19,14 +19,16 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
+from typing import Any
 
 from sqlalchemy import Connection, bindparam, select, tuple_, update
 
 from orchestrator.authoring.spec import DagSpec
 from orchestrator.states import RunState, TaskState
 from orchestrator.store import models as m
+from orchestrator.store.asset_store import record_outlet_events
 from orchestrator.store.base import StoreBase, record_event
 from orchestrator.store.log_store import insert_pieces
 from orchestrator.store.records import Claim
@@ -64,7 +66,11 @@ class FinishStore(StoreBase):
         return self.finish_successes([(claim, result, now)])[0].recorded
 
     def finish_successes(
-        self, items: list[tuple[Claim, str | None, datetime]], *, log_pieces: Sequence = ()
+        self,
+        items: list[tuple[Claim, str | None, datetime]],
+        extras: dict[tuple[int, int], dict[str, Any]] | None = None,
+        *,
+        log_pieces: Sequence = (),
     ) -> list[Finished]:
         """Record several successful tries in one transaction (one commit), in order.
 
@@ -75,7 +81,7 @@ class FinishStore(StoreBase):
         its successes are in. ``log_pieces`` (``log_store.LogPiece``) are the ends of the
         tries' logs, shipped in the same commit.
         """
-        return self._finish(items, None, log_pieces)[0]
+        return self._finish(items, None, log_pieces, extras)[0]
 
     def finish_and_claim(
         self,
@@ -87,19 +93,23 @@ class FinishStore(StoreBase):
         limit: int,
         queues: Iterable[str] = ("default",),
         log_pieces: Sequence = (),
+        extras: dict[tuple[int, int], dict[str, Any]] | None = None,
     ) -> tuple[list[Finished], list[Claim]]:
         """``finish_successes``, then ``claim(..., results=True)`` in the same transaction.
 
         A worker's round (record what finished, take what is ready, including what
         those successes just released) costs one commit instead of two.
         """
-        return self._finish(items, (owner, now, now + lease, limit, list(queues)), log_pieces)
+        return self._finish(
+            items, (owner, now, now + lease, limit, list(queues)), log_pieces, extras
+        )
 
     def _finish(
         self,
         items: list[tuple[Claim, str | None, datetime]],
         claim: tuple[str, datetime, datetime, int, list[str]] | None,
         log_pieces: Sequence = (),
+        extras: dict[tuple[int, int], dict[str, Any]] | None = None,
     ) -> tuple[list[Finished], list[Claim]]:
         out, prepared = self._prepare(items)
         claims: list[Claim] = []
@@ -108,7 +118,7 @@ class FinishStore(StoreBase):
                 if log_pieces:  # the tries' logs, in the commit of their outcomes
                     insert_pieces(conn, log_pieces, claim[1] if claim else items[-1][2])
                 # results just recorded are not read back for the tasks they released
-                known = self._record(conn, prepared, out) if prepared else {}
+                known = self._record(conn, prepared, out, extras) if prepared else {}
                 if claim and claim[3] > 0:
                     claims = self._claim_in(conn, *claim, known)  # type: ignore[attr-defined]
         return [o if o is not None else Finished(recorded=False) for o in out], claims
@@ -136,7 +146,11 @@ class FinishStore(StoreBase):
         return out, prepared
 
     def _record(
-        self, conn: Connection, prepared: list[_Prepared], out: list[Finished | None]
+        self,
+        conn: Connection,
+        prepared: list[_Prepared],
+        out: list[Finished | None],
+        extras: dict[tuple[int, int], dict[str, Any]] | None = None,
     ) -> dict[tuple[str, str], str | None]:
         """Record the held successes (see ``finish_successes``); their results by
         (run_id, task_id)."""
@@ -157,6 +171,13 @@ class FinishStore(StoreBase):
             for p, finished in zip(group, done, strict=True):
                 out[p.index] = finished
         self._advance_runs(conn, runs, by_run, out)
+        # issue 15: the outlets' asset events, only for the successes written (fenced)
+        emitted = record_outlet_events(
+            conn, [(p.claim, p.spec.tasks[p.claim.task_id].outlets, p.now) for p in recorded
+                   if p.claim.task_id in p.spec.tasks], extras)  # fmt: skip
+        for p in recorded:  # an event may start a consumer's run: the scheduler decides
+            if p.claim.ti_id in emitted and (done := out[p.index]) is not None:
+                out[p.index] = replace(done, needs_scheduler=True)
         return {(p.claim.run_id, p.claim.task_id): p.result for p in recorded}
 
     def _advance_runs(

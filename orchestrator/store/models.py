@@ -400,3 +400,69 @@ connections = Table(
     Column("extra", Text),  # a Fernet token of the JSON object
     Column("updated_at", UTCDateTime, nullable=False),
 )
+
+# -- assets and asset events (issue 15, migration 0014) ----------------------------------
+# an asset: a URI named by a DAG file (an outlet or a schedule); registered when the DAG
+# is saved, so an external emit names a known asset
+assets = Table(
+    "assets",
+    metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("uri", String(1000), nullable=False, unique=True),
+    Column("name", String(250), nullable=False),
+    Column("group_name", String(250)),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+)
+
+# who produces and who consumes an asset, by the DAGs' current versions: kind is
+# 'producer' (task_id = the task with the outlet) or 'consumer' (task_id = '')
+asset_refs = Table(
+    "asset_refs",
+    metadata,
+    Column("dag_id", String(250), primary_key=True),
+    Column("asset_id", Id, ForeignKey("assets.id", ondelete="CASCADE"), primary_key=True),
+    Column("kind", String(20), primary_key=True),
+    Column("task_id", String(250), primary_key=True),
+    Index(None, "asset_id"),
+)
+
+# one row per event: a successful try with the asset in its outlets (source_* set, in
+# the try's fenced success transaction; unique per try and asset) or an external emit
+asset_events = Table(
+    "asset_events",
+    metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("asset_id", Id, ForeignKey("assets.id", ondelete="CASCADE"), nullable=False),
+    Column("at", UTCDateTime, nullable=False),
+    Column("extra", Text, nullable=False, default="{}"),
+    Column("source_dag_id", String(250)),
+    Column("source_run_id", String(400)),
+    Column("source_task_id", String(250)),
+    Column("source_try_number", Integer),
+    # the task instance (one per map index, if mapped): one event per try and asset
+    Column("source_ti_id", Id),
+    Column("emitter", String(250)),  # who emitted an external event (cli:USER@HOST, api:USER)
+    UniqueConstraint("asset_id", "source_ti_id", "source_try_number"),
+    Index(None, "asset_id", "id"),
+)
+
+# each consuming DAG's queue of events not yet consumed: inserted with the event, deleted
+# (compare-and-set on the rows) in the transaction that creates the run consuming them
+asset_queue = Table(
+    "asset_queue",
+    metadata,
+    Column("dag_id", String(250), primary_key=True),
+    Column("event_id", Id, ForeignKey("asset_events.id", ondelete="CASCADE"), primary_key=True),
+    Column("asset_id", Id, nullable=False),
+    Column("queued_at", UTCDateTime, nullable=False),
+)
+
+# the events an asset-triggered run consumed (ctx.triggering_asset_events)
+asset_run_events = Table(
+    "asset_run_events",
+    metadata,
+    Column("run_pk", Id, ForeignKey("dag_runs.id", ondelete="CASCADE"), primary_key=True),
+    Column("event_id", Id, ForeignKey("asset_events.id", ondelete="CASCADE"), primary_key=True),
+    Index(None, "event_id"),
+)

@@ -19,6 +19,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ("nightly_report", "heartbeat_check", "fan_out", "flaky", "http_notify")
+EXAMPLES += ("ingest_sales", "sales_report")  # issue 15: an asset producer and its consumer
 
 
 def free_port() -> int:

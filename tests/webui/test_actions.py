@@ -203,6 +203,7 @@ def test_every_get_route_leaves_the_database_unchanged(
     store.record_import_error("/dags/bad.py", "SyntaxError", "TB", START)
     values = {"dag_id": "pipeline", "run_id": run.run_id, "task_id": "extract", "try_number": 1}
     values |= {"ref": "current", "a": "1", "b": "current"}  # DAG versions (issue 17)
+    values["asset_id"] = _an_asset_with_an_event(store)  # issue 15: the asset pages
     before = snapshot(store)
     seen = 0
     for rule in app.url_map.iter_rules():
@@ -251,3 +252,19 @@ def test_users_are_stored_hashed(store):
     assert store.check_password("ada", "long enough password")
     assert not store.check_password("ada", "wrong password!")
     assert not store.check_password("bob", "long enough password")
+
+
+def _an_asset_with_an_event(store) -> int:
+    from orchestrator import DAG, Asset, task
+    from orchestrator.authoring.spec import serialize_dag
+
+    sales = Asset("warehouse://sales/daily")
+    with DAG("asset_report", schedule=[sales]) as dag:
+
+        @task
+        def report(ctx):
+            pass
+
+    store.save_dag(serialize_dag(dag), START)
+    store.emit_asset_event(sales.uri, {"rows": 1}, START, emitter="test")
+    return store.get_asset(sales.uri).id

@@ -76,6 +76,13 @@ def dag(dag_id: str) -> Response:
         ],
         "schedule_preview": [iso(t) for t in data.schedule_preview(spec, now())],
     }
+    if spec.asset_condition is not None:  # issue 15: the asset schedule and what it waits for
+        body["asset_schedule"] = spec.asset_condition.describe()
+        body["asset_waits"] = [w.to_dict() for w in store.asset_waits(dag_id, spec)]
+        body["asset_reasons"] = [r.to_dict() for r in store.asset_reasons(dag_id, now())]
+    for t, item in zip(spec.tasks.values(), body["tasks"], strict=True):
+        if t.outlets:
+            item["outlets"] = list(t.outlets)
     return jsonify(body)
 
 

@@ -35,6 +35,11 @@ ROUTES: list[tuple[str, str, str, tuple[str, ...], dict[str, str]]] = [
     ("get", "/connections", "Connections; passwords and extras as ***", (), {}),
     ("post", "/connections", "Add (or with replace, save over) a connection from uri or fields", (), {"conn_id": "string", "uri": "string", "conn_type": "string", "host": "string", "login": "string", "password": "string", "port": "integer", "schema": "string", "extra": "object", "description": "string", "replace": "boolean"}),
     ("post", "/connections/{conn_id}/delete", "Delete a connection", (), {}),
+    # issue 15: assets
+    ("get", "/assets", "Assets with their producers, consumers and last event", (), {}),
+    ("get", "/assets/{asset_id}", "One asset and its recent events", ("limit",), {}),
+    ("get", "/assets/events", "Asset events, newest first", ("uri", "asset_id", "run_id", "limit"), {}),
+    ("post", "/assets/events", "Emit an external event for a known asset", (), {"uri": "string", "extra": "object"}),
 ]  # fmt: skip
 
 # JSON body fields that must be present (webui.inputs.json_body refuses a body without)
@@ -44,6 +49,7 @@ REQUIRED: dict[str, list[str]] = {
     "/runs/{run_id}/tasks/{task_id}/mark": ["state"],
     "/variables": ["key", "value"],
     "/connections": ["conn_id"],
+    "/assets/events": ["uri"],
 }
 
 ERROR = {

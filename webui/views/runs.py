@@ -14,7 +14,11 @@ bp = Blueprint("runs", __name__)
 
 @bp.get("/runs/<run_id>")
 def run_detail(run_id: str) -> str:
-    return render_template("run.html", **data.run_page(get_store(), get_layouts(), run_id, now()))
+    store = get_store()
+    ctx = data.run_page(store, get_layouts(), run_id, now())
+    # issue 15: the asset events an asset-triggered run consumed
+    consumed = store.asset_events(run_id=run_id) if "__asset_triggered__" in run_id else []
+    return render_template("run.html", asset_events=consumed, **ctx)
 
 
 @bp.get("/runs/<run_id>/tasks/<task_id>")
