@@ -15,6 +15,8 @@ Users write DAG files with :class:`DAG` and :func:`task`::
 from typing import Any
 
 __all__ = ["DAG", "Task", "task", "OrchestratorError"]
+# issue 14: task groups and task controls
+__all__ += ["TaskGroup", "task_group", "Skip", "Fail"]
 
 
 def __getattr__(name: str) -> Any:  # imported lazily so store-only processes stay light
@@ -22,6 +24,14 @@ def __getattr__(name: str) -> Any:  # imported lazily so store-only processes st
         from orchestrator.authoring import dag
 
         return getattr(dag, name)
+    if name in ("TaskGroup", "task_group"):  # issue 14: task groups
+        from orchestrator.authoring import task_group
+
+        return getattr(task_group, name)
+    if name in ("Skip", "Fail"):  # issue 14: task controls
+        from orchestrator import errors
+
+        return getattr(errors, name)
     if name == "OrchestratorError":
         from orchestrator.errors import OrchestratorError
 

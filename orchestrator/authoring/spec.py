@@ -24,6 +24,7 @@ import networkx as nx
 
 from orchestrator.authoring.alerts import serialized
 from orchestrator.authoring.dag import DAG
+from orchestrator.authoring.task_controls import SKIP_EXIT_CODE
 from orchestrator.scheduling.retry import RetryPolicy
 from orchestrator.scheduling.schedule import Schedule, parse_schedule
 
@@ -74,6 +75,7 @@ def serialize_dag(dag: DAG) -> dict[str, Any]:
                 # only when set, so a DAG that does not use it keeps its version hash
                 **({"max_lost_tries": t.max_lost_tries} if t.max_lost_tries is not None else {}),
                 **serialized(t.alerts, t.callbacks),
+                **controls_of_task(t),
             }
         )
     return {
@@ -96,7 +98,44 @@ def serialize_dag(dag: DAG) -> dict[str, Any]:
         "tasks": tasks,
         **serialized(dag.alerts, dag.callbacks),
         **({"deadline": _seconds(dag.deadline)} if dag.deadline else {}),
+        **controls_of_dag(dag),
     }
+
+
+def controls_of_task(t: Any) -> dict[str, Any]:
+    """A task's group and controls, each only when not the default (issue 14), so a DAG
+    that uses none of them keeps its version hash."""
+    out: dict[str, Any] = {}
+    if t.group is not None:
+        out["group"] = t.group
+    if t.priority_weight != 1:
+        out["priority_weight"] = t.priority_weight
+    if t.depends_on_past:
+        out["depends_on_past"] = True
+    if t.max_active_tis_per_dag is not None:
+        out["max_active_tis_per_dag"] = t.max_active_tis_per_dag
+    if t.kind == "shell" and t.skip_on_exit_code != SKIP_EXIT_CODE:
+        out["skip_on_exit_code"] = t.skip_on_exit_code
+    return out
+
+
+def task_controls_from(t: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "group": t.get("group"),
+        "priority_weight": t.get("priority_weight", 1),
+        "depends_on_past": t.get("depends_on_past", False),
+        "max_active_tis_per_dag": t.get("max_active_tis_per_dag"),
+        "skip_on_exit_code": t.get("skip_on_exit_code", SKIP_EXIT_CODE),
+    }
+
+
+def controls_of_dag(dag: DAG) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if dag.max_active_tasks is not None:
+        out["max_active_tasks"] = dag.max_active_tasks
+    if dag.dagrun_timeout is not None:
+        out["dagrun_timeout"] = dag.dagrun_timeout.total_seconds()
+    return out
 
 
 def dumps(data: dict[str, Any]) -> str:
@@ -131,6 +170,12 @@ class TaskSpec:
     http: dict[str, Any] | None = None  # the request of an HTTP task
     # tries lost to infrastructure not held against retries; None: the setting
     max_lost_tries: int | None = None
+    # issue 14: task groups and task controls (authoring/task_controls.py)
+    group: str | None = None  # the task group path ("outer.inner"), None outside groups
+    priority_weight: int = 1
+    depends_on_past: bool = False
+    max_active_tis_per_dag: int | None = None
+    skip_on_exit_code: int | None = SKIP_EXIT_CODE
 
     @property
     def max_tries(self) -> int:
@@ -162,6 +207,9 @@ class DagSpec:
     alerts: tuple[dict[str, Any], ...] = ()
     callbacks: tuple[str, ...] = ()
     deadline: timedelta | None = None
+    # issue 14: task controls
+    max_active_tasks: int | None = None
+    dagrun_timeout: timedelta | None = None
 
     @cached_property
     def schedule(self) -> Schedule:
@@ -255,6 +303,7 @@ class DagSpec:
                 callbacks=tuple(t.get("callbacks") or ()),
                 http=t.get("http"),
                 max_lost_tries=t.get("max_lost_tries"),
+                **task_controls_from(t),
             )
         return cls(
             dag_id=data["dag_id"],
@@ -276,6 +325,8 @@ class DagSpec:
             alerts=tuple(data.get("alerts") or ()),
             callbacks=tuple(data.get("callbacks") or ()),
             deadline=_td(data.get("deadline")),
+            max_active_tasks=data.get("max_active_tasks"),
+            dagrun_timeout=_td(data.get("dagrun_timeout")),
         )
 
     @classmethod

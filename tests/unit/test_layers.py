@@ -30,6 +30,8 @@ RANK = {
 ALLOWED = {
     # the public names DAG files import: `from orchestrator import DAG, task`
     ("orchestrator", "orchestrator.authoring.dag"),
+    # issue 14: `from orchestrator import TaskGroup, task_group` (lazy, like DAG)
+    ("orchestrator", "orchestrator.authoring.task_group"),
     # `python -m orchestrator` is the CLI
     ("orchestrator.__main__", "orchestrator.cli"),
 }
