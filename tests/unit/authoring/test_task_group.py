@@ -96,9 +96,8 @@ def test_the_group_path_is_stored_and_a_dag_without_groups_keeps_its_hash():
         task(task_id="a")(noop)
     data = serialize_dag(before)
     assert "group" not in data["tasks"][0] and "priority_weight" not in data["tasks"][0]
-    with DAG("grouped") as dag:
-        with TaskGroup("extract"):
-            task(task_id="a")(noop)
+    with DAG("grouped") as dag, TaskGroup("extract"):
+        task(task_id="a")(noop)
     spec = DagSpec.from_dict(serialize_dag(dag))
     assert spec.tasks["extract.a"].group == "extract"
     assert spec_hash(serialize_dag(before)) == spec_hash(data)
