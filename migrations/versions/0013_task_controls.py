@@ -1,10 +1,20 @@
 """task groups and task controls (issue 14)
 
+Claims take higher ``priority_weight`` first (then the oldest ready): the column and an
+index in the claim's order. Instances of a task with ``depends_on_past`` or
+``max_active_tis_per_dag``, or of a DAG with ``max_active_tasks``, are ``gated``: the
+plain claim skips them and store/concurrency.py claims them after its checks, which
+count running instances per DAG and task (the second index). Task groups need no
+column: a task's group path is in its DAG version's spec.
+
 Revision ID: 0013
 Revises: 0012
 """
 
 from collections.abc import Sequence
+
+import sqlalchemy as sa
+from alembic import op
 
 revision: str = "0013"
 down_revision: str | None = "0012"
@@ -13,8 +23,25 @@ depends_on: str | Sequence[str] | None = None
 
 
 def upgrade() -> None:
-    pass  # nothing changes in this revision
+    with op.batch_alter_table("task_instances", schema=None) as batch_op:
+        batch_op.add_column(
+            sa.Column("priority_weight", sa.Integer(), nullable=False, server_default="1")
+        )
+        batch_op.add_column(
+            sa.Column("gated", sa.Boolean(), nullable=False, server_default=sa.false())
+        )
+        batch_op.create_index(
+            "ix_task_instances_state_priority_weight_ready_at",
+            ["state", "priority_weight", "ready_at"],
+        )
+        batch_op.create_index(
+            "ix_task_instances_dag_id_state_task_id", ["dag_id", "state", "task_id"]
+        )
 
 
 def downgrade() -> None:
-    pass
+    with op.batch_alter_table("task_instances", schema=None) as batch_op:
+        batch_op.drop_index("ix_task_instances_dag_id_state_task_id")
+        batch_op.drop_index("ix_task_instances_state_priority_weight_ready_at")
+        batch_op.drop_column("gated")
+        batch_op.drop_column("priority_weight")

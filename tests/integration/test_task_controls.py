@@ -1,0 +1,193 @@
+"""priority_weight, max_active_tasks, max_active_tis_per_dag and depends_on_past on
+both databases: what a claim takes, under concurrency too, and what the explainer says
+(issue 14 item 6)."""
+
+from __future__ import annotations
+
+import threading
+from datetime import timedelta
+
+from orchestrator.scheduling.explain import explain_task
+from orchestrator.store import Store
+
+LEASE = timedelta(seconds=60)
+STALE = timedelta(seconds=30)
+
+
+def _parse(harness, write_dag, source: str) -> None:
+    write_dag("controls.py", "from orchestrator import DAG, task\n" + source)
+    harness.parse()
+
+
+def _runs(harness, dag_id: str, n: int) -> list:
+    start = harness.clock.now()
+    runs = [
+        harness.store.trigger_run(
+            dag_id, harness.clock.now(), logical_date=start + timedelta(hours=i)
+        )
+        for i in range(n)
+    ]
+    harness.tick()  # start the runs: their root tasks are queued
+    return runs
+
+
+def _why(store: Store, run_id: str, task_id: str, now) -> list[str]:
+    facts = store.task_facts(run_id, task_id, now, worker_stale_after=STALE)
+    return [r.code for r in explain_task(facts)]
+
+
+def _explain(store: Store, run_id: str, task_id: str, now) -> list[str]:
+    facts = store.task_facts(run_id, task_id, now, worker_stale_after=STALE)
+    return [r.message for r in explain_task(facts)]
+
+
+PRIORITIES = """
+with DAG("prio", schedule=None) as dag:
+    for name, weight in [("low", 1), ("mid", 5), ("high", 10), ("neg", -3)]:
+        task(task_id=name, priority_weight=weight)(lambda ctx: None)
+"""
+
+
+def test_claims_take_higher_priority_first_then_the_oldest_ready(harness, write_dag, store, clock):
+    _parse(harness, write_dag, PRIORITIES)
+    first, second = _runs(harness, "prio", 2)
+    order = []
+    while claims := store.claim("w", clock.now(), LEASE, limit=1):
+        order.append((claims[0].task_id, claims[0].run_id))
+    assert [t for t, _ in order] == ["high", "high", "mid", "mid", "low", "low", "neg", "neg"]
+    # within one priority the oldest ready first (the runs were started together: by id)
+    assert [r for t, r in order if t == "mid"] == [first.run_id, second.run_id]
+
+
+MANY = """
+with DAG("many", schedule=None) as dag:
+    for i in range(6):
+        task(task_id=f"high{i}", priority_weight=10)(lambda ctx: None)
+        task(task_id=f"low{i}")(lambda ctx: None)
+"""
+
+
+def test_two_claimers_at_once_take_the_high_priority_tasks_first_and_never_twice(
+    harness, write_dag, store, settings, clock
+):
+    _parse(harness, write_dag, MANY)
+    _runs(harness, "many", 1)
+    other = Store(settings.database_url)
+    got: dict[str, list[str]] = {}
+    barrier = threading.Barrier(2)
+
+    def claim(name: str, s: Store) -> None:
+        barrier.wait()
+        got[name] = [c.task_id for c in s.claim(name, clock.now(), LEASE, limit=3)]
+
+    threads = [threading.Thread(target=claim, args=(n, s)) for n, s in (("a", store), ("b", other))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    other.dispose()
+    taken = got["a"] + got["b"]
+    assert len(taken) == len(set(taken)) == 6
+    assert sorted(taken) == [f"high{i}" for i in range(6)]
+
+
+LIMITS = """
+with DAG("limits", schedule=None, max_active_tasks=2) as dag:
+    for name in ("a", "b", "c"):
+        task(task_id=name)(lambda ctx: None)
+
+with DAG("per_task", schedule=None) as per_task:
+    task(task_id="one_at_a_time", max_active_tis_per_dag=1)(lambda ctx: None)
+    task(task_id="free")(lambda ctx: None)
+"""
+
+
+def test_max_active_tasks_counts_the_dags_running_instances(harness, write_dag, store, clock):
+    _parse(harness, write_dag, LIMITS)
+    [run] = _runs(harness, "limits", 1)
+    claims = store.claim("w", clock.now(), LEASE, limit=10)
+    assert sorted(c.task_id for c in claims) == ["a", "b"]
+    assert store.claim("w", clock.now(), LEASE, limit=10) == []
+    assert "max_active_tasks" in _why(store, run.run_id, "c", clock.now())
+    assert any("its limit is 2" in m for m in _explain(store, run.run_id, "c", clock.now()))
+    store.finish_success(claims[0], None, clock.now())
+    assert [c.task_id for c in store.claim("w", clock.now(), LEASE, limit=10)] == ["c"]
+
+
+def test_max_active_tis_per_dag_counts_across_runs(harness, write_dag, store, clock):
+    _parse(harness, write_dag, LIMITS)
+    runs = _runs(harness, "per_task", 3)
+    claims = store.claim("w", clock.now(), LEASE, limit=10)
+    assert sorted(c.task_id for c in claims) == ["free", "free", "free", "one_at_a_time"]
+    held = next(c for c in claims if c.task_id == "one_at_a_time")
+    waiting = [r.run_id for r in runs if r.run_id != held.run_id]
+    for run_id in waiting:
+        assert _why(store, run_id, "one_at_a_time", clock.now())[0] == "max_active_tis_per_dag"
+    store.finish_success(held, None, clock.now())
+    [nxt] = store.claim("w", clock.now(), LEASE, limit=10)
+    assert nxt.task_id == "one_at_a_time" and nxt.run_id == waiting[0]  # the oldest ready
+
+
+def test_concurrent_claimers_never_exceed_max_active_tis_per_dag(
+    harness, write_dag, store, settings, clock
+):
+    _parse(harness, write_dag, LIMITS)
+    _runs(harness, "per_task", 5)
+    other = Store(settings.database_url)
+    got: list[str] = []
+    barrier = threading.Barrier(2)
+
+    def claim(name: str, s: Store) -> None:
+        barrier.wait()
+        got.extend(c.task_id for c in s.claim(name, clock.now(), LEASE, limit=10))
+
+    threads = [threading.Thread(target=claim, args=(n, s)) for n, s in (("a", store), ("b", other))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    other.dispose()
+    assert got.count("one_at_a_time") == 1
+    assert got.count("free") == 5
+
+
+PAST = """
+with DAG("past", schedule=None) as dag:
+    @task(depends_on_past=True, retries=0)
+    def t(ctx):
+        return None
+"""
+
+
+def test_depends_on_past_waits_for_the_previous_run_by_logical_date(
+    harness, write_dag, store, clock
+):
+    _parse(harness, write_dag, PAST)
+    first, second, third = _runs(harness, "past", 3)
+    [claim] = store.claim("w", clock.now(), LEASE, limit=10)
+    assert claim.run_id == first.run_id  # the first run does not wait
+    assert _why(store, second.run_id, "t", clock.now())[0] == "depends_on_past"
+    message = _explain(store, second.run_id, "t", clock.now())[0]
+    assert first.run_id in message and "succeed or be skipped" in message
+    store.finish_success(claim, None, clock.now())
+    [claim] = store.claim("w", clock.now(), LEASE, limit=10)
+    assert claim.run_id == second.run_id
+    # a failure in the previous run keeps the next one waiting
+    store.finish_failure(claim, "boom", 1, clock.now())
+    assert store.claim("w", clock.now(), LEASE, limit=10) == []
+    assert _why(store, third.run_id, "t", clock.now())[0] == "depends_on_past"
+
+
+def test_depends_on_past_accepts_a_skipped_previous_instance(harness, write_dag, store, clock):
+    _parse(harness, write_dag, PAST)
+    first, second = _runs(harness, "past", 2)
+    [claim] = store.claim("w", clock.now(), LEASE, limit=10)
+    store.finish_skip(claim, "nothing to do", None, clock.now())
+    [claim] = store.claim("w", clock.now(), LEASE, limit=10)
+    assert claim.run_id == second.run_id
+
+
+def test_a_dag_without_controls_is_not_gated(harness, write_dag, store, clock):
+    _parse(harness, write_dag, PRIORITIES)
+    [run] = _runs(harness, "prio", 1)
+    assert _why(store, run.run_id, "low", clock.now()) == ["no_live_worker"]
