@@ -21,6 +21,7 @@ from orchestrator.store.leader import LeaderStore
 from orchestrator.store.release import ReleaseStore
 from orchestrator.store.retention_store import RetentionStore
 from orchestrator.store.run_store import RunStore
+from orchestrator.store.run_timeout import RunTimeoutStore
 from orchestrator.store.task_outcomes import TaskOutcomeStore
 from orchestrator.store.task_store import TaskStore
 from orchestrator.store.ui_actions import UiActionStore
@@ -45,6 +46,7 @@ class Store(
     AlertStore,
     RetentionStore,  # observability (issue 6)
     TaskOutcomeStore,  # Skip / Fail (issue 14)
+    RunTimeoutStore,  # dagrun_timeout (issue 14)
 ):
     """All the transitions and reads, one mixin per concept (one base per line)."""
 

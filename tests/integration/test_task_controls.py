@@ -191,3 +191,47 @@ def test_a_dag_without_controls_is_not_gated(harness, write_dag, store, clock):
     _parse(harness, write_dag, PRIORITIES)
     [run] = _runs(harness, "prio", 1)
     assert _why(store, run.run_id, "low", clock.now()) == ["no_live_worker"]
+
+
+TIMEOUT = """
+with DAG("timeout", schedule=None, dagrun_timeout=60) as dag:
+    first = task(task_id="first")(lambda ctx: None)
+    second = task(task_id="second")(lambda ctx: None)
+    first >> second
+
+with DAG("no_timeout", schedule=None) as other:
+    task(task_id="first")(lambda ctx: None)
+"""
+
+
+def test_dagrun_timeout_fails_the_run_and_fences_out_its_late_reports(
+    harness, write_dag, store, clock
+):
+    _parse(harness, write_dag, TIMEOUT)
+    [run] = _runs(harness, "timeout", 1)
+    [calm] = _runs(harness, "no_timeout", 1)
+    long = timedelta(minutes=10)  # the lease outlives the run's deadline
+    claims = {c.run_id: c for c in store.claim("w", clock.now(), long, limit=10)}
+    assert set(claims) == {run.run_id, calm.run_id}
+    clock.advance(timedelta(seconds=59))
+    harness.tick()
+    assert store.get_run(run.run_id).state == "running"  # not yet
+    clock.advance(timedelta(seconds=2))
+    harness.tick()
+    assert store.get_run(run.run_id).state == "failed"
+    assert store.get_run(calm.run_id).state == "running"  # no timeout declared
+    states = {t.task_id: t.state for t in store.task_instances(run.run_id)}
+    assert states == {"first": "failed", "second": "cancelled"}
+    assert "dagrun_timeout" in (store.task_instance(run.run_id, "first").error or "")
+    assert [t.state for t in store.tries(run.run_id, "first")] == ["failed"]
+    # the running try lost its lease: its heartbeat and its late report are refused
+    late = claims[run.run_id]
+    held = store.heartbeat("w", [(late.ti_id, late.try_number)], clock.now(), long)
+    assert held == set()
+    assert store.finish_success(late, '"late"', clock.now()) is False
+    assert store.task_instance(run.run_id, "first").state == "failed"
+    kinds = [e.kind for e in store.events_after(0) if e.run_id == run.run_id]
+    assert {"run_timed_out", "run_failed", "stale_write_rejected"} <= set(kinds)
+    # ticking again changes nothing
+    harness.tick()
+    assert store.get_run(run.run_id).state == "failed"
