@@ -25,7 +25,7 @@ from collections import OrderedDict
 from orchestrator.authoring.spec import DagSpec
 from orchestrator.store import Store
 
-from . import graph_layout
+from . import graph_layout, task_groups
 from .render import Drawing
 
 log = logging.getLogger(__name__)
@@ -61,7 +61,7 @@ class Layouts:
                 log.info(
                     "laid out dag_id=%s version=%s: %d tasks", dag_id, version_hash, len(lay.nodes)
                 )
-            drawing = Drawing(lay)
+            drawing = Drawing(lay, task_groups.groups_of(spec))  # groups as boxes (issue 14)
             with self._lock:
                 self._items[key] = drawing
                 while len(self._items) > self.keep:
