@@ -1,5 +1,5 @@
-"""``dagrun_timeout``: a run still running at its deadline (start + the DAG version's
-``dagrun_timeout``) fails, in one transaction under the run's lock (issue 14).
+"""``dagrun_timeout``: a run still running at its deadline (the DAG version's
+``dagrun_timeout`` after the run started, or after it was last cleared or retried) fails, in one transaction under the run's lock (issue 14).
 
 Its running task instances are failed and their tries closed as ``failed``: the
 worker's next heartbeat finds the lease gone and kills the try, and the try's late
@@ -21,7 +21,8 @@ from orchestrator.store import models as m
 from orchestrator.store.base import StoreBase, lock_runs, record_event
 
 log = logging.getLogger(__name__)
-ti, r, tries = m.task_instances, m.dag_runs, m.task_tries
+ti, r, tries, e = m.task_instances, m.dag_runs, m.task_tries, m.events
+RESTARTS = ("task_cleared", "run_cleared", "task_retried")  # events that run a run again
 NOT_STARTED = sorted(TASK_UNFINISHED - {TaskState.RUNNING})  # scheduled, queued, ...
 
 
@@ -43,7 +44,7 @@ class RunTimeoutStore(StoreBase):
                 if timeout is None or oldest is None or oldest + timeout > now:
                     continue
                 due += [
-                    (row.id, row.run_id, dag_id, row.start_date + timeout, timeout)
+                    (row.id, row.run_id, dag_id, row.start_date, timeout)
                     for row in conn.execute(
                         select(r.c.id, r.c.run_id, r.c.start_date).where(
                             r.c.dag_id == dag_id,
@@ -53,8 +54,19 @@ class RunTimeoutStore(StoreBase):
                         )
                     )
                 ]
+            # a run cleared or retried since it started is timed from then
+            late = []
+            for pk, run_id, dag_id, started, timeout in sorted(due):
+                again = conn.execute(
+                    select(func.max(e.c.at)).where(
+                        e.c.dag_id == dag_id, e.c.run_id == run_id, e.c.kind.in_(RESTARTS)
+                    )
+                ).scalar()
+                deadline = max(started, again or started) + timeout
+                if deadline <= now:
+                    late.append((pk, run_id, dag_id, deadline, timeout))
         failed = []
-        for pk, run_id, dag_id, deadline, timeout in sorted(due):
+        for pk, run_id, dag_id, deadline, timeout in late:
             if self._time_out(pk, run_id, dag_id, deadline, timeout, now):
                 failed.append(run_id)
         return failed

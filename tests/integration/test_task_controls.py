@@ -235,3 +235,17 @@ def test_dagrun_timeout_fails_the_run_and_fences_out_its_late_reports(
     # ticking again changes nothing
     harness.tick()
     assert store.get_run(run.run_id).state == "failed"
+
+
+def test_a_cleared_timed_out_run_is_timed_again_from_the_clear(harness, write_dag, store, clock):
+    _parse(harness, write_dag, TIMEOUT)
+    [run] = _runs(harness, "timeout", 1)
+    clock.advance(timedelta(seconds=61))
+    harness.tick()
+    assert store.get_run(run.run_id).state == "failed"
+    store.clear_task(run.run_id, "first", clock.now(), downstream=True)
+    harness.tick()
+    assert store.get_run(run.run_id).state == "running"  # a fresh deadline
+    clock.advance(timedelta(seconds=61))
+    harness.tick()
+    assert store.get_run(run.run_id).state == "failed"
