@@ -130,3 +130,32 @@ def test_a_late_skip_after_losing_the_lease_is_fenced_out(harness, store, write_
     assert ti.state != TaskState.SKIPPED
     kinds = [e.kind for e in store.events_after(0)]
     assert "stale_write_rejected" in kinds
+
+
+TEST_SOURCE = """
+from orchestrator import DAG, Fail, Skip, task
+
+with DAG("tt", schedule=None) as dag:
+    @task
+    def skips(ctx):
+        raise Skip("nothing")
+
+    @task(retries=3)
+    def fails(ctx):
+        raise Fail("no")
+
+    dag.shell("sh_skip", "exit 99")
+    dag.shell("sh_fail", "exit 99", skip_on_exit_code=None)
+"""
+
+
+def test_tasks_test_treats_skip_as_success_and_fail_as_failure(settings, write_dag, capsys):
+    from orchestrator.engine.tasktest import run_task_test
+
+    write_dag("tt.py", TEST_SOURCE)
+    assert run_task_test(settings, "tt", "skips", None, {}) == 0
+    assert run_task_test(settings, "tt", "fails", None, {}) == 1
+    assert run_task_test(settings, "tt", "sh_skip", None, {}) == 0
+    assert run_task_test(settings, "tt", "sh_fail", None, {}) == 1
+    out = capsys.readouterr().out
+    assert "skipped: nothing" in out and "Fail raised: no" in out
