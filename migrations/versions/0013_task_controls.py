@@ -23,25 +23,30 @@ depends_on: str | Sequence[str] | None = None
 
 
 def upgrade() -> None:
-    with op.batch_alter_table("task_instances", schema=None) as batch_op:
-        batch_op.add_column(
-            sa.Column("priority_weight", sa.Integer(), nullable=False, server_default="1")
-        )
-        batch_op.add_column(
-            sa.Column("gated", sa.Boolean(), nullable=False, server_default=sa.false())
-        )
-        batch_op.create_index(
-            "ix_task_instances_state_priority_weight_ready_at",
-            ["state", "priority_weight", "ready_at"],
-        )
-        batch_op.create_index(
-            "ix_task_instances_dag_id_state_task_id", ["dag_id", "state", "task_id"]
-        )
+    # plain ALTER TABLE ... ADD COLUMN on both backends (SQLite takes a NOT NULL column
+    # with a default): a batch that recreated task_instances on SQLite would cascade the
+    # drop to task_tries
+    op.add_column(
+        "task_instances",
+        sa.Column("priority_weight", sa.Integer(), nullable=False, server_default="1"),
+    )
+    op.add_column(
+        "task_instances",
+        sa.Column("gated", sa.Boolean(), nullable=False, server_default=sa.false()),
+    )
+    op.create_index(
+        "ix_task_instances_state_priority_weight_ready_at",
+        "task_instances",
+        ["state", "priority_weight", "ready_at"],
+    )
+    op.create_index(
+        "ix_task_instances_dag_id_state_task_id", "task_instances", ["dag_id", "state", "task_id"]
+    )
 
 
 def downgrade() -> None:
+    op.drop_index("ix_task_instances_dag_id_state_task_id", table_name="task_instances")
+    op.drop_index("ix_task_instances_state_priority_weight_ready_at", table_name="task_instances")
     with op.batch_alter_table("task_instances", schema=None) as batch_op:
-        batch_op.drop_index("ix_task_instances_dag_id_state_task_id")
-        batch_op.drop_index("ix_task_instances_state_priority_weight_ready_at")
         batch_op.drop_column("gated")
         batch_op.drop_column("priority_weight")
