@@ -118,3 +118,29 @@ def test_a_group_box_and_a_grid_group_open_on_click_in_a_real_browser(
             assert errors == []
         finally:
             browser.close()
+
+
+def test_doctests_of_the_group_pieces():
+    import doctest
+
+    assert doctest.testmod(task_groups).failed == 0
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_the_task_page_says_a_task_waits_for_its_past(client, store):
+    from datetime import timedelta
+
+    with DAG("past", schedule=None) as dag:
+        task(task_id="t", depends_on_past=True)(lambda ctx: None)
+    store.save_dag(serialize_dag(dag), START)
+    runs = []
+    for i in range(2):
+        at = START + timedelta(hours=i)
+        run = store.trigger_run("past", at, logical_date=at)
+        set_run_state(store, run.run_id, "running", at)
+        runs.append(run)
+    page = client.get(f"/runs/{runs[1].run_id}/tasks/t").get_data(as_text=True)
+    assert "depends_on_past: waiting for t in the previous run" in page
+    assert runs[0].run_id in page
+    first = client.get(f"/runs/{runs[0].run_id}/tasks/t").get_data(as_text=True)
+    assert "depends_on_past" not in first  # the first run does not wait
