@@ -56,7 +56,7 @@ class Layouts:
             if stored is not None:
                 lay = graph_layout.from_json(stored)  # None: an older layout format
             if lay is None:
-                lay = graph_layout.layout(spec.graph)
+                lay = graph_layout.layout(spec.graph, task_groups.groups_of(spec))
                 store.record_layout(dag_id, version_hash, graph_layout.to_json(lay))
                 log.info(
                     "laid out dag_id=%s version=%s: %d tasks", dag_id, version_hash, len(lay.nodes)

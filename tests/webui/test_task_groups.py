@@ -63,6 +63,11 @@ def test_the_graph_and_grid_markup_group_their_tasks(client, store):
     )
     assert 'class="group-member hidden-in-group" data-group="extract.inner"' in html
     assert html.index('title="extract.inner.c"') < html.index('title="end"')
+    # the JSON API names each task's group
+    tasks = {
+        t["task_id"]: t["group"] for t in client.get("/api/v1/dags/grouped").get_json()["tasks"]
+    }
+    assert tasks["extract.inner.c"] == "extract.inner" and tasks["start"] is None
     # the run page draws the same boxes
     page = client.get(f"/runs/{run_id}").get_data(as_text=True)
     assert 'data-group="extract"' in page
@@ -144,3 +149,12 @@ def test_the_task_page_says_a_task_waits_for_its_past(client, store):
     assert runs[0].run_id in page
     first = client.get(f"/runs/{runs[0].run_id}/tasks/t").get_data(as_text=True)
     assert "depends_on_past" not in first  # the first run does not wait
+
+
+def test_the_layout_keeps_a_groups_members_together():
+    from webui.graph_layout import cluster_groups
+
+    groups = {"g.x": "g", "g.h.y": "g.h", "g.z": "g"}
+    layer = ["a", "g.x", "b", "g.h.y", "c", "g.z"]
+    assert cluster_groups([layer], groups) == [["a", "b", "g.x", "g.h.y", "g.z", "c"]]
+    assert cluster_groups([layer], {}) == [layer]  # no groups: the order as it was
