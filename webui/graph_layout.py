@@ -32,6 +32,7 @@ NODE_W = 168
 NODE_H = 36
 GAP_X = 64
 GAP_Y = 18
+GROUP_GAP = 30  # more room between the nodes of a DAG with task groups, for their boxes
 PAD = 12
 SWEEPS = 8
 BIG = 5_000  # nodes (with dummy points) above which fewer sweeps are made
@@ -202,13 +203,14 @@ def layout(graph: nx.DiGraph, groups: dict[str, str] | None = None) -> Layout:
     g, level = _proper(graph, depth)
     order = cluster_groups(order_layers(g, level), groups or {})
     tallest = max(len(layer) for layer in order)
-    height = PAD * 2 + tallest * NODE_H + (tallest - 1) * GAP_Y
+    gap_y = GAP_Y + GROUP_GAP if groups else GAP_Y  # room for the boxes of task groups
+    height = PAD * 2 + tallest * NODE_H + (tallest - 1) * gap_y
     pos: dict = {}
     for i, layer in enumerate(order):
-        span = len(layer) * NODE_H + (len(layer) - 1) * GAP_Y
+        span = len(layer) * NODE_H + (len(layer) - 1) * gap_y
         top = (height - span) / 2
         for j, node in enumerate(layer):
-            pos[node] = (PAD + i * (NODE_W + GAP_X), top + j * (NODE_H + GAP_Y))
+            pos[node] = (PAD + i * (NODE_W + GAP_X), top + j * (NODE_H + gap_y))
     nodes = [
         Node(n, depth[n], *pos[n]) for n in sorted(graph.nodes, key=lambda n: (depth[n], pos[n][1]))
     ]

@@ -63,9 +63,12 @@ class Drawing:
         # issue 14: task groups (task_id -> group path) drawn as boxes (task_groups.py)
         self.groups = dict(groups or {})
         self._boxes = task_groups.boxes(layout.nodes, self.groups)
+        x, y, w, h = 0.0, 0.0, layout.width, layout.height
+        if self._boxes:  # room for the boxes around the groups' tasks
+            x, y, w, h = task_groups.bounds(self._boxes, w, h)
+        view = f"{x:g} {y:g} {w:g} {h:g}"
         self._head = (
-            f'<svg class="graph" viewBox="0 0 {layout.width} {layout.height}" '
-            f'width="{layout.width}" height="{layout.height}" role="img" '
+            f'<svg class="graph" viewBox="{view}" width="{w:g}" height="{h:g}" role="img" '
             f'aria-label="task graph">{_DEFS}'
         )
         self._edges = "".join(

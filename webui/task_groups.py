@@ -86,10 +86,18 @@ def boxes(nodes: Iterable[Any], groups: Mapping[str, str]) -> list[Box]:
         y0 = min(n.y for n in placed) - pad - LABEL_H * (1 + nested[path])
         x1 = max(n.x + n.w for n in placed) + pad
         y1 = max(n.y + n.h for n in placed) + pad
-        x0, y0 = max(x0, 0.0), max(y0, 0.0)
         out.append(Box(path, path.count("."), x0, y0, x1 - x0, y1 - y0, tuple(tasks)))
     out.sort(key=lambda b: (b.depth, b.path))
     return out
+
+
+def bounds(items: list[Box], width: float, height: float) -> tuple[float, float, float, float]:
+    """The drawing's viewBox (x, y, w, h): the layout's, grown to hold every box."""
+    x0 = min([0.0, *(b.x - 2 for b in items)])
+    y0 = min([0.0, *(b.y - 2 for b in items)])
+    x1 = max([width, *(b.x + b.w + 2 for b in items)])
+    y1 = max([height, *(b.y + b.h + 2 for b in items)])
+    return x0, y0, x1 - x0, y1 - y0
 
 
 def svg_boxes(items: list[Box], states: Mapping[str, str]) -> str:

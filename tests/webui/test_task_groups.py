@@ -4,6 +4,7 @@ the Flask test client, the clicks in a real browser."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -30,6 +31,13 @@ def _grouped(store) -> str:
     run = store.trigger_run("grouped", START, logical_date=START)
     set_run_state(store, run.run_id, "running", START)
     return run.run_id
+
+
+def _shot(page, path: Path) -> None:
+    page.screenshot(path=str(path), full_page=True)
+    assert path.stat().st_size > 0
+    if os.environ.get("ORCHESTRATOR_SCREENSHOT_DIR"):
+        (Path(os.environ["ORCHESTRATOR_SCREENSHOT_DIR"]) / path.name).write_bytes(path.read_bytes())
 
 
 def test_group_state_and_boxes_are_pure():
@@ -98,6 +106,7 @@ def test_a_group_box_and_a_grid_group_open_on_click_in_a_real_browser(
             expect(a).to_be_hidden()
             expect(inner).to_be_hidden()
             expect(page.locator('svg.graph .node[data-task-id="start"]')).to_be_visible()
+            _shot(page, tmp_path / "task_groups_closed.png")
             box.locator("text").click()
             expect(box).to_have_attribute("aria-expanded", "true")
             expect(a).to_be_visible()
@@ -105,6 +114,7 @@ def test_a_group_box_and_a_grid_group_open_on_click_in_a_real_browser(
             expect(page.locator('svg.graph .node[data-task-id="extract.inner.c"]')).to_be_hidden()
             inner.locator("text").click()
             expect(page.locator('svg.graph .node[data-task-id="extract.inner.c"]')).to_be_visible()
+            _shot(page, tmp_path / "task_groups_open.png")
             box.locator("rect").first.click(position={"x": 20, "y": 8})
             expect(a).to_be_hidden()  # closed again
 
@@ -119,7 +129,7 @@ def test_a_group_box_and_a_grid_group_open_on_click_in_a_real_browser(
             expect(page.locator('.grid th.task-name[title="extract.inner.c"]')).to_be_visible()
             header.click()
             expect(member).to_be_hidden()
-            page.screenshot(path=str(tmp_path / "task_groups.png"), full_page=True)
+            _shot(page, tmp_path / "task_groups_grid.png")
             assert errors == []
         finally:
             browser.close()

@@ -72,6 +72,8 @@
       box.classList.toggle("collapsed", !open);
       box.classList.toggle("expanded", open);
       box.setAttribute("aria-expanded", open ? "true" : "false");
+      var mark = box.querySelector(".group-toggle");
+      if (mark) mark.textContent = open ? "\u25BE" : "\u25B8";
       box.classList.toggle("hidden-in-group", !allOpen(g, path, true));
     });
     document.querySelectorAll("svg.graph .node[data-group]").forEach(function (node) {
@@ -84,6 +86,8 @@
       row.classList.toggle("expanded", open);
       var th = row.querySelector("th");
       if (th) th.setAttribute("aria-expanded", open ? "true" : "false");
+      var rowMark = row.querySelector(".group-toggle");
+      if (rowMark) rowMark.textContent = open ? "\u25BE" : "\u25B8";
       row.classList.toggle("hidden-in-group", !allOpen(r, path, true));
     });
     document.querySelectorAll(".grid tr.group-member").forEach(function (row) {
