@@ -116,6 +116,9 @@ def pick_gated(
         # transitions lock), per DAG, in dag_id order: gated claims of one DAG in turn
         for dag_id in dag_ids:
             conn.execute(select(func.pg_advisory_xact_lock(GATE_LOCK, func.hashtext(dag_id))))
+        # read again under the locks: what a claimer we waited for took is gone now
+        again = conn.execute(_GATED, {"ready_by": now, "queues": queues, "limit": CANDIDATES})
+        candidates = [c for c in again if c.dag_id in set(dag_ids)]
     running = _running(conn, dag_ids)
     # pools in name order, as the plain pooled claim locks them
     pools = {
