@@ -159,3 +159,35 @@ def test_tasks_test_treats_skip_as_success_and_fail_as_failure(settings, write_d
     assert run_task_test(settings, "tt", "sh_fail", None, {}) == 1
     out = capsys.readouterr().out
     assert "skipped: nothing" in out and "Fail raised: no" in out
+
+
+BAD_GROUPS = {
+    "dup_group.py": (
+        "from orchestrator import DAG, TaskGroup, task\n"
+        "with DAG('dup', schedule=None) as dag:\n"
+        "    with TaskGroup('g'):\n"
+        "        task(task_id='a')(lambda ctx: None)\n"
+        "    with TaskGroup('g'):\n"
+        "        pass\n",
+        5,
+        "duplicate task group 'g'",
+    ),
+    "bad_group.py": (
+        "from orchestrator import DAG, TaskGroup\n"
+        "with DAG('bad', schedule=None) as dag:\n"
+        "    TaskGroup('no spaces')\n",
+        3,
+        "invalid group_id 'no spaces'",
+    ),
+}
+
+
+def test_a_bad_task_group_is_an_import_error_naming_file_and_line(harness, write_dag):
+    write_dag("fine.py", "from orchestrator import DAG\nDAG('fine', schedule=None)\n")
+    for name, (source, _, _) in BAD_GROUPS.items():
+        write_dag(name, source)
+    harness.parse()
+    errors = {Path(e.fileloc).name: e.message for e in harness.store.import_errors()}
+    for name, (_, line, part) in BAD_GROUPS.items():
+        assert f"{name}:{line}: " in errors[name] and part in errors[name], errors[name]
+    assert [d.dag_id for d in harness.store.list_dags()] == ["fine"]  # the rest is stored
