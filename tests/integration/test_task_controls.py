@@ -249,3 +249,29 @@ def test_a_cleared_timed_out_run_is_timed_again_from_the_clear(harness, write_da
     clock.advance(timedelta(seconds=61))
     harness.tick()
     assert store.get_run(run.run_id).state == "failed"
+
+
+SLEEPER = """
+with DAG("sleeper", schedule=None, dagrun_timeout=5) as dag:
+    sleep = dag.shell("sleep", "echo started; sleep 60; echo finished")
+    after = dag.shell("after", "true")
+    sleep >> after
+"""
+
+
+def test_a_timed_out_runs_running_try_is_killed_by_its_worker(harness, write_dag, store, clock):
+    _parse(harness, write_dag, SLEEPER)
+    [run] = _runs(harness, "sleeper", 1)
+    worker = harness.worker
+    assert worker.tick(clock.now()) == 1  # the try starts in a real task process
+    [slot] = worker._busy
+    clock.advance(timedelta(seconds=6))
+    harness.tick()  # past the deadline: the run fails
+    assert store.get_run(run.run_id).state == "failed"
+    worker.heartbeat(clock.now())  # the lease is gone: the worker stops the try
+    assert worker.running == 0
+    slot.process.join(10)
+    assert not slot.process.is_alive()  # the task process, and the sleep in it, ended
+    worker.run_until_idle(timeout=10)
+    states = {t.task_id: t.state for t in store.task_instances(run.run_id)}
+    assert states == {"sleep": "failed", "after": "cancelled"}
