@@ -212,16 +212,18 @@ class Task:
             raise _fail(f"task {task_id!r}: only a Python task can be a branch", where)
         hooks = {"on_failure": on_failure, "on_retry": on_retry}
         hooks.update(on_success=on_success, on_execute=on_execute)  # run in the task process
-        self.__dict__.update(
-            task_controls.task_options(
-                self.task_id,
-                priority_weight=priority_weight,
-                depends_on_past=depends_on_past,
-                max_active_tis_per_dag=max_active_tis_per_dag,
-                skip_on_exit_code=skip_on_exit_code,
-                where=where,
-            )
+        controls = task_controls.task_options(
+            self.task_id,
+            priority_weight=priority_weight,
+            depends_on_past=depends_on_past,
+            max_active_tis_per_dag=max_active_tis_per_dag,
+            skip_on_exit_code=skip_on_exit_code,
+            where=where,
         )
+        self.priority_weight: int = controls["priority_weight"]
+        self.depends_on_past: bool = controls["depends_on_past"]
+        self.max_active_tis_per_dag: int | None = controls["max_active_tis_per_dag"]
+        self.skip_on_exit_code: int | None = controls["skip_on_exit_code"]
         self.alerts, _, self.callbacks = alert_options(
             f"task {task_id!r}", alerts, None, hooks, where
         )
@@ -413,14 +415,11 @@ class DAG:
         self.alerts, self.deadline, self.callbacks = alert_options(
             f"DAG {dag_id!r}", alerts, deadline, hooks, where
         )
-        self.__dict__.update(
-            task_controls.dag_options(
-                dag_id,
-                max_active_tasks=max_active_tasks,
-                dagrun_timeout=dagrun_timeout,
-                where=where,
-            )
+        controls = task_controls.dag_options(
+            dag_id, max_active_tasks=max_active_tasks, dagrun_timeout=dagrun_timeout, where=where
         )
+        self.max_active_tasks: int | None = controls["max_active_tasks"]
+        self.dagrun_timeout: timedelta | None = controls["dagrun_timeout"]
         try:
             self.schedule: Schedule = parse_schedule(
                 schedule, timezone=self.timezone, start=self.start_date, end=self.end_date
