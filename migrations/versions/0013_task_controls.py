@@ -42,9 +42,17 @@ def upgrade() -> None:
     op.create_index(
         "ix_task_instances_dag_id_state_task_id", "task_instances", ["dag_id", "state", "task_id"]
     )
+    op.create_index(
+        "ix_task_instances_gated_ready",
+        "task_instances",
+        ["state", "ready_at"],
+        sqlite_where=sa.text("gated = 1"),
+        postgresql_where=sa.text("gated"),
+    )
 
 
 def downgrade() -> None:
+    op.drop_index("ix_task_instances_gated_ready", table_name="task_instances")
     op.drop_index("ix_task_instances_dag_id_state_task_id", table_name="task_instances")
     op.drop_index("ix_task_instances_state_priority_weight_ready_at", table_name="task_instances")
     with op.batch_alter_table("task_instances", schema=None) as batch_op:

@@ -211,6 +211,14 @@ task_instances = Table(
     Index(None, "run_pk", "state"),  # per-run state counts on the hot path (0006)
     Index(None, "state", "priority_weight", "ready_at"),  # the claim order (0013)
     Index(None, "dag_id", "state", "task_id"),  # running counts per DAG and task (0013)
+    # the gated claim's candidates without walking the other claimable instances (0013)
+    Index(
+        "ix_task_instances_gated_ready",
+        "state",
+        "ready_at",
+        sqlite_where=text("gated = 1"),
+        postgresql_where=text("gated"),
+    ),
 )
 
 task_tries = Table(
