@@ -4,7 +4,8 @@ Claims take higher ``priority_weight`` first (then the oldest ready): the column
 index in the claim's order. Instances of a task with ``depends_on_past`` or
 ``max_active_tis_per_dag``, or of a DAG with ``max_active_tasks``, are ``gated``: the
 plain claim skips them and store/concurrency.py claims them after its checks, which
-count running instances per DAG and task (the second index). Task groups need no
+count running instances per DAG and task (the second index), reading its candidates
+from a partial index of the gated instances (the third). Task groups need no
 column: a task's group path is in its DAG version's spec.
 
 Revision ID: 0013
