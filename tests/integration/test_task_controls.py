@@ -275,3 +275,24 @@ def test_a_timed_out_runs_running_try_is_killed_by_its_worker(harness, write_dag
     worker.run_until_idle(timeout=10)
     states = {t.task_id: t.state for t in store.task_instances(run.run_id)}
     assert states == {"sleep": "failed", "after": "cancelled"}
+
+
+def test_tasks_why_names_the_limit_on_the_command_line(
+    harness, write_dag, store, clock, settings, monkeypatch, capsys
+):
+    import json
+
+    from orchestrator.cli import main
+
+    _parse(harness, write_dag, PAST)
+    first, second = _runs(harness, "past", 2)
+    monkeypatch.setenv("ORCHESTRATOR_DATABASE_URL", settings.database_url)
+    monkeypatch.setenv("ORCHESTRATOR_DAGS_FOLDER", settings.dags_folder)
+    monkeypatch.setenv("ORCHESTRATOR_STATE_DIR", settings.state_dir)
+    capsys.readouterr()
+    assert main(["tasks", "why", second.run_id, "t", "--json"]) == 0
+    out = capsys.readouterr().out
+    reasons = json.loads(out)
+    reasons = reasons["reasons"] if isinstance(reasons, dict) else reasons
+    [reason] = [r for r in reasons if r["code"] == "depends_on_past"]
+    assert reason["facts"] == {"past_run_id": first.run_id, "past_state": "queued"}
