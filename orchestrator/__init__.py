@@ -19,6 +19,8 @@ __all__ += ["Connection"]  # issue 16: what ctx.connection() returns and backend
 # issue 15: assets and asset schedules
 _ASSET_NAMES = ("Asset", "AssetAll", "AssetAny", "AssetOrTimeSchedule")  # via authoring.dag
 __all__ += list(_ASSET_NAMES)
+# issue 14: task groups and task controls
+__all__ += ["TaskGroup", "task_group", "Skip", "Fail"]
 
 
 def __getattr__(name: str) -> Any:  # imported lazily so store-only processes stay light
@@ -30,6 +32,14 @@ def __getattr__(name: str) -> Any:  # imported lazily so store-only processes st
         from orchestrator.authoring.credentials import Connection
 
         return Connection
+    if name in ("TaskGroup", "task_group"):  # issue 14: task groups
+        from orchestrator.authoring import task_group
+
+        return getattr(task_group, name)
+    if name in ("Skip", "Fail"):  # issue 14: task controls
+        from orchestrator import errors
+
+        return getattr(errors, name)
     if name == "OrchestratorError":
         from orchestrator.errors import OrchestratorError
 

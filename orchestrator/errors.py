@@ -32,3 +32,13 @@ class NotFoundError(OrchestratorError):
 
 class StateError(OrchestratorError):
     """A transition was asked for that the current state does not allow."""
+
+
+# issue 14: task controls. Raised by task code, not by the orchestrator, so they are not
+# OrchestratorErrors; the task runner turns them into a skip or a failure without retry.
+class Skip(Exception):  # noqa: N818 - the name users write (Airflow: AirflowSkipException)
+    """Raise in a task to mark this try, and the task, skipped (``raise Skip("why")``)."""
+
+
+class Fail(Exception):  # noqa: N818 - the name users write (Airflow: AirflowFailException)
+    """Raise in a task to fail it now, with no retry whatever retries are left."""

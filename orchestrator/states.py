@@ -64,6 +64,7 @@ TASK_TRANSITIONS: dict[TaskState, frozenset[TaskState]] = {
             TaskState.UP_FOR_RETRY,
             TaskState.CANCELLED,
             TaskState.QUEUED,  # handed back by a worker shutting down
+            TaskState.SKIPPED,  # the task raised Skip (issue 14)
         }
     ),
     TaskState.UP_FOR_RETRY: frozenset({TaskState.RUNNING, TaskState.CANCELLED}),
@@ -83,3 +84,8 @@ def sources_of(target: TaskState) -> frozenset[TaskState]:
 
 def run_sources_of(target: RunState) -> frozenset[RunState]:
     return frozenset(s for s, targets in RUN_TRANSITIONS.items() if target in targets)
+
+
+# issue 14: outcomes a task chooses itself, as the worker reports them to the store
+SKIPPED_TRY = "skipped"  # the try state of a task that raised Skip (or exited skip_on_exit_code)
+FAILED_NOW = "failed_now"  # a task that raised Fail: its try is recorded "failed", no retry

@@ -25,7 +25,7 @@ from orchestrator.scheduling.explain import Reason, explain_task
 from orchestrator.store import Store
 from orchestrator.store.task_store import idempotency_key
 
-from . import queries
+from . import queries, task_groups
 from .cron_words import schedule_in_words
 from .gantt import gantt
 from .layouts import Layouts
@@ -124,6 +124,7 @@ def dag_page(
         "grid_runs": runs,
         "cells": cells,
         "tasks": list(spec.topological_order),
+        "groups": task_groups.groups_of(spec),  # the grid's task groups (issue 14)
         "grid_columns": columns,
         "selected": selected,
         "states": states,

@@ -32,6 +32,7 @@ NODE_W = 168
 NODE_H = 36
 GAP_X = 64
 GAP_Y = 18
+GROUP_GAP = 30  # more room between the nodes of a DAG with task groups, for their boxes
 PAD = 12
 SWEEPS = 8
 BIG = 5_000  # nodes (with dummy points) above which fewer sweeps are made
@@ -163,21 +164,53 @@ def order_layers(g: nx.DiGraph, level: dict) -> list[list]:
     return best
 
 
-def layout(graph: nx.DiGraph) -> Layout:
-    """Coordinates for every node and an SVG path for every edge of ``graph``."""
+def cluster_groups(order: list[list], groups: dict[str, str]) -> list[list]:
+    """Each layer's order with the members of a task group next to each other (issue
+    14: the graph draws a box around them), each group where its members are on
+    average, nested groups inside their parent's run; other nodes keep their place."""
+    if not groups:
+        return order
+    out = []
+    for layer in order:
+        pos = {n: i for i, n in enumerate(layer)}
+        chain: dict = {}  # node -> its group path, outermost first, or itself
+        for n in layer:
+            path = groups.get(n) if isinstance(n, str) else None
+            chain[n] = path.split(".") if path else []
+        sums: dict[tuple, list[float]] = {}  # group -> [sum of positions, members]
+        for n in layer:
+            for k in range(1, len(chain[n]) + 1):
+                acc = sums.setdefault(tuple(chain[n][:k]), [0.0, 0])
+                acc[0] += pos[n]
+                acc[1] += 1
+        means = {key: total / count for key, (total, count) in sums.items()}
+
+        keys: dict = {}
+        for n in layer:
+            blocks = [means[tuple(chain[n][:k])] for k in range(1, len(chain[n]) + 1)]
+            # not in a group: its own place, before a group tied with it
+            keys[n] = (*blocks, pos[n]) if blocks else (pos[n], -1.0)
+        out.append(sorted(layer, key=keys.__getitem__))
+    return out
+
+
+def layout(graph: nx.DiGraph, groups: dict[str, str] | None = None) -> Layout:
+    """Coordinates for every node and an SVG path for every edge of ``graph``;
+    ``groups`` (task_id -> task group path) keeps each group's members together."""
     if not graph.nodes:
         return Layout([], [], 0, 0, 0)
     depth = layers_of(graph)
     g, level = _proper(graph, depth)
-    order = order_layers(g, level)
+    order = cluster_groups(order_layers(g, level), groups or {})
     tallest = max(len(layer) for layer in order)
-    height = PAD * 2 + tallest * NODE_H + (tallest - 1) * GAP_Y
+    gap_y = GAP_Y + GROUP_GAP if groups else GAP_Y  # room for the boxes of task groups
+    height = PAD * 2 + tallest * NODE_H + (tallest - 1) * gap_y
     pos: dict = {}
     for i, layer in enumerate(order):
-        span = len(layer) * NODE_H + (len(layer) - 1) * GAP_Y
+        span = len(layer) * NODE_H + (len(layer) - 1) * gap_y
         top = (height - span) / 2
         for j, node in enumerate(layer):
-            pos[node] = (PAD + i * (NODE_W + GAP_X), top + j * (NODE_H + GAP_Y))
+            pos[node] = (PAD + i * (NODE_W + GAP_X), top + j * (NODE_H + gap_y))
     nodes = [
         Node(n, depth[n], *pos[n]) for n in sorted(graph.nodes, key=lambda n: (depth[n], pos[n][1]))
     ]

@@ -25,7 +25,7 @@ from collections import OrderedDict
 from orchestrator.authoring.spec import DagSpec
 from orchestrator.store import Store
 
-from . import graph_layout
+from . import graph_layout, task_groups
 from .render import Drawing
 
 log = logging.getLogger(__name__)
@@ -56,13 +56,14 @@ class Layouts:
             if stored is not None:
                 lay = graph_layout.from_json(stored)  # None: an older layout format
             if lay is None:
-                lay = graph_layout.layout(spec.graph)
+                lay = graph_layout.layout(spec.graph, task_groups.groups_of(spec))
                 store.record_layout(dag_id, version_hash, graph_layout.to_json(lay))
                 log.info(
                     "laid out dag_id=%s version=%s: %d tasks", dag_id, version_hash, len(lay.nodes)
                 )
             outlets = {t.task_id: t.outlets for t in spec.tasks.values() if t.outlets}
-            drawing = Drawing(lay, outlets)  # issue 15: outlets drawn distinctly
+            # issue 15: outlets drawn distinctly; issue 14: groups as boxes
+            drawing = Drawing(lay, outlets, task_groups.groups_of(spec))
             with self._lock:
                 self._items[key] = drawing
                 while len(self._items) > self.keep:

@@ -22,6 +22,7 @@ from urllib.parse import quote
 from flask import url_for
 from markupsafe import Markup, escape
 
+from . import task_groups
 from .formatting import duration, state_class, utc
 from .graph_layout import Layout
 
@@ -57,7 +58,12 @@ def _states() -> Callable[[str], tuple[str, str]]:
 class Drawing:
     """A layout ready to draw: what does not depend on the run is escaped once."""
 
-    def __init__(self, layout: Layout, outlets: Mapping[str, Iterable[str]] | None = None) -> None:
+    def __init__(
+        self,
+        layout: Layout,
+        outlets: Mapping[str, Iterable[str]] | None = None,
+        groups: Mapping[str, str] | None = None,
+    ) -> None:
         self.layout = layout
         # issue 15: a task with outlets is drawn with an asset mark and named in its title
         outlets = {k: tuple(v) for k, v in (outlets or {}).items() if v}
@@ -65,9 +71,15 @@ class Drawing:
             k: (" has-outlets", str(escape(" · outlets: " + ", ".join(v))))
             for k, v in outlets.items()
         }
+        # issue 14: task groups (task_id -> group path) drawn as boxes (task_groups.py)
+        self.groups = dict(groups or {})
+        self._boxes = task_groups.boxes(layout.nodes, self.groups)
+        x, y, w, h = 0.0, 0.0, layout.width, layout.height
+        if self._boxes:  # room for the boxes around the groups' tasks
+            x, y, w, h = task_groups.bounds(self._boxes, w, h)
+        view = f"{x:g} {y:g} {w:g} {h:g}"
         self._head = (
-            f'<svg class="graph" viewBox="0 0 {layout.width} {layout.height}" '
-            f'width="{layout.width}" height="{layout.height}" role="img" '
+            f'<svg class="graph" viewBox="{view}" width="{w:g}" height="{h:g}" role="img" '
             f'aria-label="task graph">{_DEFS}'
         )
         self._edges = "".join(
@@ -102,11 +114,14 @@ class Drawing:
         """The SVG, nodes coloured by ``states`` (task_id -> state) and, with
         ``task_href`` (a URL prefix the quoted task id completes), linked."""
         of = _states()
-        parts = [self._head, self._edges]
+        parts = [self._head, self._edges, task_groups.svg_boxes(self._boxes, states)]
         for task_id, eid, qid, body in self._nodes:
             cls, st = of(states.get(task_id, "none"))
             extra_cls, extra_title = self._outlets.get(task_id, ("", ""))
             head = f'<g class="node {cls}{extra_cls}" data-task-id="{eid}" data-state="{st}">'
+            if task_id in self.groups:  # hidden while its group is collapsed (app.js)
+                group = escape(self.groups[task_id])
+                head = f'<g class="node {cls}{extra_cls} hidden-in-group" data-task-id="{eid}" data-state="{st}" data-group="{group}">'
             title = f"<title>{eid}: {st}{extra_title}</title>"
             if task_href is None:
                 parts.append(f"{head}{title}{body}</g>")
@@ -126,17 +141,31 @@ def grid_rows(
     runs: list[Any],
     cells: Mapping[tuple[str, str], Any],
     task_href: Callable[[str], str],
+    groups: Mapping[str, str] | None = None,
 ) -> Markup:
     """The grid's ``<tr>`` rows: one per task, one cell per run (oldest first).
 
-    ``task_href(run_id)`` is the URL prefix of that run's task pages.
+    ``task_href(run_id)`` is the URL prefix of that run's task pages. With ``groups``
+    (task_id -> task group path), a group's rows follow a header row of its own
+    (issue 14, :func:`webui.task_groups.grid_plan`), folded until it is clicked.
     """
     of = _states()
     cols = [(r.run_id, str(escape(r.run_id)), str(escape(task_href(r.run_id)))) for r in runs]
     out = []
-    for task_id in tasks:
+    plan = task_groups.grid_plan(tasks, groups) if groups else [("task", t, 0) for t in tasks]
+    spans = task_groups.members(groups) if groups else {}
+    for kind, task_id, depth in plan:
+        if kind == "group":
+            out.append(_group_row(task_id, depth, spans[task_id], cols, cells, of))
+            continue
         eid, qid = str(escape(task_id)), _quote(task_id)
         row = [f'<tr><th class="task-name" title="{eid}">{eid}</th>']
+        if depth:
+            group = escape(groups[task_id])  # type: ignore[index]
+            row = [
+                f'<tr class="group-member hidden-in-group" data-group="{group}">'
+                f'<th class="task-name depth-{depth}" title="{eid}">{eid}</th>'
+            ]
         for run_id, erun, href in cols:
             c = cells.get((run_id, task_id))
             if c is None:
@@ -151,6 +180,33 @@ def grid_rows(
         row.append("</tr>")
         out.append("".join(row))
     return Markup("\n".join(out))
+
+
+def _group_row(
+    path: str, depth: int, tasks: list[str], cols: list, cells: Mapping, of: Callable
+) -> str:
+    """A task group's header row in the grid: the group's state in each run."""
+    ep = str(escape(path))
+    label = escape(path.rsplit(".", 1)[-1])
+    hidden = " hidden-in-group" if depth else ""
+    row = [
+        f'<tr class="group-row collapsed{hidden}" data-group="{ep}">'
+        f'<th class="task-name group-name depth-{depth}" title="task group {ep}" tabindex="0" '
+        f'role="button" aria-expanded="false"><span class="group-toggle">▸</span> {label} '
+        f'<span class="muted">({len(tasks)})</span></th>'
+    ]
+    for run_id, erun, _href in cols:
+        found = [c.state for t in tasks if (c := cells.get((run_id, t))) is not None]
+        if not found:
+            row.append('<td><span class="cell cell-none"></span></td>')
+            continue
+        cls, st = of(task_groups.group_state(found))
+        row.append(
+            f'<td><span class="cell {cls} group-cell" data-state="{st}" '
+            f'title="{ep} · {st}" aria-label="group {ep} in {erun}: {st}"></span></td>'
+        )
+    row.append("</tr>")
+    return "".join(row)
 
 
 def _pill(cls: str, state: str) -> str:

@@ -34,6 +34,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import networkx as nx
 
+from orchestrator.authoring import task_controls
 from orchestrator.authoring.alerts import alert_options
 from orchestrator.authoring.assets import (  # Asset... re-exported: orchestrator's names
     Asset,  # noqa: F401
@@ -43,6 +44,7 @@ from orchestrator.authoring.assets import (  # Asset... re-exported: orchestrato
 )
 from orchestrator.authoring.http_request import HttpSpecError, http_spec
 from orchestrator.authoring.python_env import function_source, python_env_options
+from orchestrator.authoring.task_controls import SKIP_EXIT_CODE
 from orchestrator.authoring.templating import TemplateRenderError, check_template
 from orchestrator.errors import DagDefinitionError
 from orchestrator.scheduling.asset_conditions import AssetAll, AssetAny  # noqa: F401
@@ -60,6 +62,18 @@ OVERLAP_POLICIES = ("queue", "skip", "allow", "replace", "buffer_one")
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 _active: list[DAG] = []
 _created: list[DAG] = []  # every DAG built; the loader reads and clears it
+# issue 14: the TaskGroups being built, innermost last (authoring/task_group.py pushes
+# them; it imports this module, so groups are known here by their shape only)
+_groups: list[Any] = []
+
+
+def _current_group(dag: DAG) -> Any:
+    return next((g for g in reversed(_groups) if g.dag is dag), None)
+
+
+def _expand_groups(others: list[Any], side: str) -> list[Any]:
+    """``others`` with each task group replaced by its ``side`` (roots or leaves)."""
+    return [x for o in others for x in (o.members(side) if hasattr(o, "members") else [o])]
 
 
 def _caller() -> tuple[str | None, int | None]:
@@ -142,6 +156,13 @@ class Task:
         branch: bool = False,
         python_env: dict[str, Any] | None = None,
         outlets: Iterable[Any] | None = None,
+        # issue 14: task controls (authoring/task_controls.py)
+        on_success: Callable[..., Any] | None = None,
+        on_execute: Callable[..., Any] | None = None,
+        priority_weight: int = 1,
+        depends_on_past: bool = False,
+        max_active_tis_per_dag: int | None = None,
+        skip_on_exit_code: int | None = SKIP_EXIT_CODE,
         where: tuple[str | None, int | None] | None = None,
     ) -> None:
         where = where or _caller()
@@ -149,6 +170,10 @@ class Task:
         self.task_id = _check_id("task_id", task_id, where)
         # issue 15: the assets each successful try records an event for
         self.outlets = outlet_list(outlets, task_id, where)
+        group = _current_group(dag)  # issue 14: inside a TaskGroup the id is "group.id"
+        self.group = group.path if group is not None else None
+        if group is not None:
+            self.task_id = _check_id("task_id", group.child_id(task_id), where)
         self.dag = dag
         self.fn = fn
         self.command = command
@@ -198,6 +223,19 @@ class Task:
         if self.branch and fn is None:
             raise _fail(f"task {task_id!r}: only a Python task can be a branch", where)
         hooks = {"on_failure": on_failure, "on_retry": on_retry}
+        hooks.update(on_success=on_success, on_execute=on_execute)  # run in the task process
+        controls = task_controls.task_options(
+            self.task_id,
+            priority_weight=priority_weight,
+            depends_on_past=depends_on_past,
+            max_active_tis_per_dag=max_active_tis_per_dag,
+            skip_on_exit_code=skip_on_exit_code,
+            where=where,
+        )
+        self.priority_weight: int = controls["priority_weight"]
+        self.depends_on_past: bool = controls["depends_on_past"]
+        self.max_active_tis_per_dag: int | None = controls["max_active_tis_per_dag"]
+        self.skip_on_exit_code: int | None = controls["skip_on_exit_code"]
         self.alerts, _, self.callbacks = alert_options(
             f"task {task_id!r}", alerts, None, hooks, where
         )
@@ -238,7 +276,7 @@ class Task:
 
     def set_downstream(self, others: Task | str | Iterable[Task | str]) -> None:
         where = _caller()
-        for other in _as_list(others):
+        for other in _expand_groups(_as_list(others), "roots"):
             other = self._resolve(other, where)
             if isinstance(other, Task):
                 other.upstream_ids.add(self.task_id)
@@ -247,7 +285,7 @@ class Task:
 
     def set_upstream(self, others: Task | str | Iterable[Task | str]) -> None:
         where = _caller()
-        for other in _as_list(others):
+        for other in _expand_groups(_as_list(others), "leaves"):
             other = self._resolve(other, where)
             if isinstance(other, Task):
                 self.upstream_ids.add(other.task_id)
@@ -281,7 +319,7 @@ class Task:
 
 
 def _as_list(value: Any) -> list[Any]:
-    if isinstance(value, Task | str):
+    if isinstance(value, Task | str) or hasattr(value, "members"):
         return [value]
     if isinstance(value, Iterable):
         return list(value)
@@ -329,6 +367,8 @@ class DAG:
         on_success: Callable[..., Any] | None = None,
         on_retry: Callable[..., Any] | None = None,
         on_missed: Callable[..., Any] | None = None,
+        max_active_tasks: int | None = None,  # issue 14: task controls
+        dagrun_timeout: timedelta | float | None = None,
     ) -> None:
         where = _caller()
         self.fileloc, self.lineno = where
@@ -395,6 +435,11 @@ class DAG:
         )
         # issue 15: an asset schedule is a condition beside the (maybe absent) time part
         schedule, self.asset_condition = split_schedule(schedule, dag_id, where)
+        controls = task_controls.dag_options(
+            dag_id, max_active_tasks=max_active_tasks, dagrun_timeout=dagrun_timeout, where=where
+        )
+        self.max_active_tasks: int | None = controls["max_active_tasks"]
+        self.dagrun_timeout: timedelta | None = controls["dagrun_timeout"]
         try:
             self.schedule: Schedule = parse_schedule(
                 schedule, timezone=self.timezone, start=self.start_date, end=self.end_date
@@ -402,6 +447,7 @@ class DAG:
         except ScheduleError as exc:
             raise _fail(f"DAG {dag_id!r}: {exc}", where) from None
         self.tasks: dict[str, Task] = {}
+        self.task_groups: dict[str, Any] = {}  # TaskGroups by path (issue 14)
         self._pending: list[tuple[str, str, tuple[str | None, int | None]]] = []
         _created.append(self)
 
@@ -439,6 +485,13 @@ class DAG:
             raise _fail(
                 f"duplicate task_id {task_obj.task_id!r} in DAG {self.dag_id!r} "
                 f"(first defined at line {first.lineno})",
+                where,
+            )
+        if task_obj.task_id in self.task_groups:
+            group = self.task_groups[task_obj.task_id]
+            raise _fail(
+                f"task_id {task_obj.task_id!r} in DAG {self.dag_id!r} is the id of a task "
+                f"group (defined at line {group.lineno})",
                 where,
             )
         self.tasks[task_obj.task_id] = task_obj

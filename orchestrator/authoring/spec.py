@@ -25,6 +25,7 @@ import networkx as nx
 from orchestrator.authoring.alerts import serialized
 from orchestrator.authoring.assets import assets_data
 from orchestrator.authoring.dag import DAG
+from orchestrator.authoring.task_controls import SKIP_EXIT_CODE
 from orchestrator.scheduling.asset_conditions import AssetCondition, condition_from_data
 from orchestrator.scheduling.retry import RetryPolicy
 from orchestrator.scheduling.schedule import Schedule, parse_schedule
@@ -78,6 +79,7 @@ def serialize_dag(dag: DAG) -> dict[str, Any]:
                 **({"python_env": t.python_env} if getattr(t, "python_env", None) else {}),
                 **({"outlets": [o.uri for o in t.outlets]} if t.outlets else {}),  # issue 15
                 **serialized(t.alerts, t.callbacks),
+                **controls_of_task(t),
             }
         )
     return {
@@ -101,6 +103,7 @@ def serialize_dag(dag: DAG) -> dict[str, Any]:
         **serialized(dag.alerts, dag.callbacks),
         **({"deadline": _seconds(dag.deadline)} if dag.deadline else {}),
         **_asset_fields(dag),
+        **controls_of_dag(dag),
     }
 
 
@@ -111,6 +114,42 @@ def _asset_fields(dag: DAG) -> dict[str, Any]:
     out: dict[str, Any] = {"assets": named} if named else {}
     if dag.asset_condition is not None:
         out["asset_schedule"] = dag.asset_condition.to_data()
+    return out
+
+
+def controls_of_task(t: Any) -> dict[str, Any]:
+    """A task's group and controls, each only when not the default (issue 14), so a DAG
+    that uses none of them keeps its version hash."""
+    out: dict[str, Any] = {}
+    if t.group is not None:
+        out["group"] = t.group
+    if t.priority_weight != 1:
+        out["priority_weight"] = t.priority_weight
+    if t.depends_on_past:
+        out["depends_on_past"] = True
+    if t.max_active_tis_per_dag is not None:
+        out["max_active_tis_per_dag"] = t.max_active_tis_per_dag
+    if t.kind == "shell" and t.skip_on_exit_code != SKIP_EXIT_CODE:
+        out["skip_on_exit_code"] = t.skip_on_exit_code
+    return out
+
+
+def task_controls_from(t: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "group": t.get("group"),
+        "priority_weight": t.get("priority_weight", 1),
+        "depends_on_past": t.get("depends_on_past", False),
+        "max_active_tis_per_dag": t.get("max_active_tis_per_dag"),
+        "skip_on_exit_code": t.get("skip_on_exit_code", SKIP_EXIT_CODE),
+    }
+
+
+def controls_of_dag(dag: DAG) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if dag.max_active_tasks is not None:
+        out["max_active_tasks"] = dag.max_active_tasks
+    if dag.dagrun_timeout is not None:
+        out["dagrun_timeout"] = dag.dagrun_timeout.total_seconds()
     return out
 
 
@@ -147,6 +186,12 @@ class TaskSpec:
     # tries lost to infrastructure not held against retries; None: the setting
     max_lost_tries: int | None = None
     outlets: tuple[str, ...] = ()  # asset URIs a successful try records events for
+    # issue 14: task groups and task controls (authoring/task_controls.py)
+    group: str | None = None  # the task group path ("outer.inner"), None outside groups
+    priority_weight: int = 1
+    depends_on_past: bool = False
+    max_active_tis_per_dag: int | None = None
+    skip_on_exit_code: int | None = SKIP_EXIT_CODE
 
     @property
     def max_tries(self) -> int:
@@ -193,6 +238,10 @@ class DagSpec:
         if self.schedule.kind == "none":
             return f"assets: {cond.describe()}"
         return f"{self.schedule.describe()} or assets: {cond.describe()}"
+
+    # issue 14: task controls
+    max_active_tasks: int | None = None
+    dagrun_timeout: timedelta | None = None
 
     @cached_property
     def schedule(self) -> Schedule:
@@ -287,6 +336,7 @@ class DagSpec:
                 http=t.get("http"),
                 max_lost_tries=t.get("max_lost_tries"),
                 outlets=tuple(t.get("outlets") or ()),
+                **task_controls_from(t),
             )
         return cls(
             dag_id=data["dag_id"],
@@ -310,6 +360,8 @@ class DagSpec:
             deadline=_td(data.get("deadline")),
             asset_schedule=data.get("asset_schedule"),
             assets=tuple(data.get("assets") or ()),
+            max_active_tasks=data.get("max_active_tasks"),
+            dagrun_timeout=_td(data.get("dagrun_timeout")),
         )
 
     @classmethod

@@ -28,9 +28,11 @@ from typing import Any
 from orchestrator.authoring.loader import DagImportError, display_path, load_file, read_source
 from orchestrator.engine.masking import Masker, mask_outcome
 from orchestrator.engine.proctree import become_subreaper, end_descendants
+from orchestrator.engine.task_hooks import controlled, run_hook, skipped
 from orchestrator.engine.taskenv import EnvPolicy
 from orchestrator.engine.tasklog import CappedLog
 from orchestrator.engine.virtualenv_task import run_in_python_env
+from orchestrator.errors import Fail, Skip
 
 _PR_SET_PDEATHSIG = 1
 _LOG_FORMAT = logging.Formatter("%(asctime)s %(levelname)s %(message)s")
@@ -248,6 +250,8 @@ def run_try(
         outlets=tuple(job.get("outlets") or ()),
         triggering_asset_events=asset_events_of(job.get("triggering_asset_events")),
     )
+    # issue 14: the task's on_execute / on_success hooks (engine/task_hooks.py)
+    hook = functools.partial(run_hook, job, ctx, lambda: _dags_of(job["fileloc"], cache), logger)
     logger.info(
         "starting dag_id=%s run_id=%s task_id=%s try=%s",
         ctx.dag_id,
@@ -272,16 +276,24 @@ def run_try(
                 ORCHESTRATOR_TRY_NUMBER=str(ctx.try_number),
                 ORCHESTRATOR_IDEMPOTENCY_KEY=ctx.idempotency_key,
             )
+            hook("on_execute")
             returncode = _run_command(
                 ["/bin/sh", "-c", command], logfile, env=env, cwd=job.get("cwd") or None
             )
             logfile.end_of_output()
+            if returncode != 0 and returncode == job.get("skip_on_exit_code"):
+                return skipped(logger, f"command exited with status {returncode}", returncode)
             if returncode != 0:
                 return _failure(logger, f"command exited with status {returncode}", returncode)
             logger.info("command succeeded")
+            hook("on_success")
             return {"ok": True, "result": None}
         if job["kind"] == "http":
-            return _http_try(job, ctx, cache, logger)
+            hook("on_execute")
+            outcome = _http_try(job, ctx, cache, logger)
+            if outcome.get("ok"):
+                hook("on_success")
+            return outcome
         dags = _dags_of(job["fileloc"], cache)
         dag = dags.get(job["dag_id"])
         if dag is None or job["task_id"] not in dag.tasks:
@@ -295,6 +307,7 @@ def run_try(
                 dag.tasks[job["task_id"]], job, ctx, logfile, logger, _run_command
             )
         fn = dag.tasks[job["task_id"]].fn
+        hook("on_execute")
         with contextlib.redirect_stdout(logfile), contextlib.redirect_stderr(logfile):
             try:
                 value = fn(ctx) if _takes_argument(fn) else fn()
@@ -319,9 +332,13 @@ def run_try(
                     None,
                 )
         logger.info("succeeded")
+        hook("on_success")
         return {"ok": True, "result": result, **ctx.outlet_outcome()}
     except DagImportError as exc:
         return _failure(logger, f"cannot import the DAG file: {exc.message}", None)
+    except (Skip, Fail) as exc:  # issue 14: the task says how it ends
+        logfile.end_of_output()
+        return controlled(logger, exc)
     except BaseException as exc:  # noqa: BLE001 - the task's error, whatever it is
         logfile.end_of_output()
         text = "".join(traceback.format_exception(exc))

@@ -97,6 +97,7 @@ class Scheduler:
             # it makes room for start in the same transaction
             self._acting(asked)
             result.reaped = self.store.reap_expired(now)
+            self.store.time_out_runs(now)  # dagrun_timeout (issue 14: store/run_timeout.py)
             if self.on_release is not None and any(r[3] == "queued" for r in result.reaped):
                 self.on_release.set()  # lost tries are queued again at once: wake workers
             for _ in range(3):  # skips and failures propagate; a few passes settle them

@@ -25,7 +25,7 @@ from orchestrator.engine.processor import dag_files
 from orchestrator.engine.runner import _takes_argument
 from orchestrator.engine.secrets_chain import SecretsChain, chain_asker
 from orchestrator.engine.task_secrets import masked_source
-from orchestrator.errors import ConfigError, NotFoundError
+from orchestrator.errors import ConfigError, Fail, NotFoundError, Skip
 from orchestrator.settings import Settings
 from orchestrator.store.run_rows import make_run_id
 from orchestrator.store.task_store import idempotency_key
@@ -131,6 +131,9 @@ def _run(
                 out.write_bytes(chunk)
         code = proc.wait()
         logger.info("exit status %s", code)
+        if code != 0 and code == task.skip_on_exit_code:  # issue 14: a skip, not a failure
+            logger.info("skipped: exit status %s is the task's skip_on_exit_code", code)
+            return 0
         return 0 if code == 0 else 1
     if task.kind == "http":
         from orchestrator.engine.http_task import run_http
@@ -151,6 +154,12 @@ def _run(
         return _test_in_python_env(settings, dag, task, ctx, logger)
     try:
         value = task.fn(ctx) if _takes_argument(task.fn) else task.fn()
+    except Skip as exc:  # issue 14: the task skipped itself
+        logger.info("skipped: %s", exc)
+        return 0
+    except Fail as exc:
+        logger.error("failed: Fail raised: %s (no retry)", exc)
+        return 1
     except Exception:
         logger.exception("task %s failed", task_id)
         return 1

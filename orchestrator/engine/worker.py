@@ -31,6 +31,7 @@ from orchestrator.engine.logship import LogShipper
 from orchestrator.engine.proctree import kill_tree
 from orchestrator.engine.runner import task_child
 from orchestrator.engine.secrets_chain import SecretsChain, answer_lookup
+from orchestrator.engine.task_hooks import try_state_of
 from orchestrator.engine.taskenv import EnvPolicy
 from orchestrator.settings import Settings
 from orchestrator.store import Store
@@ -285,6 +286,9 @@ class Worker:
             # issue 15: the task's outlets, and the events that triggered an asset run
             "outlets": list(task.outlets),
             "triggering_asset_events": triggering,
+            # issue 14: hooks run in the task process; a shell exit status that skips
+            "hooks": [h for h in task.callbacks if h in ("on_execute", "on_success")],
+            "skip_on_exit_code": task.skip_on_exit_code,
         }
         slot = self._free_slot()
         slot.claim = claim
@@ -376,9 +380,9 @@ class Worker:
                         ]
                     self._outbox.append((claim, True, outcome.get("result"), 0, "success", now))
                 else:
-                    self._outbox.append(
-                        (claim, False, outcome["error"], outcome.get("exit_status"), "failed", now)
-                    )
+                    error, status = outcome["error"], outcome.get("exit_status")
+                    # "failed", or a Skip / Fail the task chose (engine/task_hooks.py)
+                    self._outbox.append((claim, False, error, status, try_state_of(outcome), now))
             done += 1
         self._flush()
         return done

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from orchestrator.scheduling.concurrency import GateFacts, blocked_by
 from orchestrator.scheduling.trigger_rules import Decision, decide
 from orchestrator.states import RunState, TaskState
 
@@ -133,6 +134,8 @@ class TaskFacts:
     owner_heartbeat_at: datetime | None = None
     error: str | None = None
     pools: tuple[PoolFact, ...] = ()
+    # issue 14: depends_on_past, max_active_tasks, max_active_tis_per_dag (None: not gated)
+    gate: GateFacts | None = None
 
 
 def live_workers(facts: TaskFacts) -> list[WorkerFact]:
@@ -195,6 +198,8 @@ def explain_task(facts: TaskFacts) -> list[Reason]:
     if state == TaskState.RUNNING:
         reasons.append(_lease_reason(facts))
     if state in (TaskState.SCHEDULED, TaskState.QUEUED, TaskState.UP_FOR_RETRY):
+        if facts.gate is not None:  # issue 14: what the claim checks (concurrency.py)
+            reasons += [Reason(*b) for b in blocked_by(facts.gate)]
         reasons += _pool_reasons(facts)
         if not any(facts.queue in w.queues for w in live_workers(facts)):
             reasons.append(_no_worker(facts))

@@ -26,6 +26,9 @@ class TriggerRule(StrEnum):
     NONE_SKIPPED = "none_skipped"
     NONE_FAILED_MIN_ONE_SUCCESS = "none_failed_min_one_success"
     ALWAYS = "always"
+    # issue 14: task controls (Airflow's names)
+    ALL_DONE_MIN_ONE_SUCCESS = "all_done_min_one_success"
+    ALL_SKIPPED = "all_skipped"
 
 
 class Decision(StrEnum):
@@ -94,4 +97,16 @@ def decide(rule: str, upstream_states: Iterable[str]) -> Decision:
             if not all_done:
                 return Decision.WAIT
             return Decision.RELEASE if success else Decision.SKIP
+        case TriggerRule.ALL_DONE_MIN_ONE_SUCCESS:
+            # every upstream task finished (whatever its state), and one succeeded
+            if not all_done:
+                return Decision.WAIT
+            if success:
+                return Decision.RELEASE
+            return Decision.UPSTREAM_FAILED if failed else Decision.SKIP
+        case TriggerRule.ALL_SKIPPED:
+            # decided early: one upstream task that finished without being skipped
+            if done > skipped:
+                return Decision.SKIP
+            return Decision.RELEASE if skipped == total else Decision.WAIT
     raise AssertionError(rule)  # pragma: no cover

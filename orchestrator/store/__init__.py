@@ -24,6 +24,8 @@ from orchestrator.store.log_store import LogStore
 from orchestrator.store.release import ReleaseStore
 from orchestrator.store.retention_store import RetentionStore
 from orchestrator.store.run_store import RunStore
+from orchestrator.store.run_timeout import RunTimeoutStore
+from orchestrator.store.task_outcomes import TaskOutcomeStore
 from orchestrator.store.task_store import TaskStore
 from orchestrator.store.ui_actions import UiActionStore
 from orchestrator.store.user_store import UserStore
@@ -53,6 +55,8 @@ class Store(
     VariableStore,  # issue 16: variables
     ConnectionStore,  # issue 16: connections
     AssetStore,  # assets and asset events (issue 15)
+    TaskOutcomeStore,  # Skip / Fail (issue 14)
+    RunTimeoutStore,  # dagrun_timeout (issue 14)
 ):
     """All the transitions and reads, one mixin per concept (one base per line)."""
 

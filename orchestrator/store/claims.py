@@ -20,12 +20,13 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, delete, func, insert, select, update
+from sqlalchemy import Connection, bindparam, delete, false, func, insert, select, update
 
 from orchestrator.errors import ConfigError, NotFoundError
 from orchestrator.states import TASK_CLAIMABLE, TaskState
 from orchestrator.store import models as m
 from orchestrator.store.base import StoreBase, record_event
+from orchestrator.store.concurrency import pick_gated
 from orchestrator.store.records import Claim, Record
 from orchestrator.store.task_store import log_path_for, upstream_results_in
 
@@ -87,6 +88,12 @@ class ClaimStore(StoreBase):
         ).all()
         if len(claimed) < limit:
             claimed += self._take_pooled(conn, owner, now, expires, limit - len(claimed), queues)
+        if len(claimed) < limit:  # issue 14: depends_on_past, max_active_* (concurrency.py)
+            gated = pick_gated(self, conn, now, limit - len(claimed), queues)
+            if gated:
+                claimed += self._take(
+                    conn, select(ti.c.id).where(ti.c.id.in_(gated)), owner, now, expires
+                )
         if not claimed:
             return []
         out = self._record_claims(conn, claimed, owner, now, expires)
@@ -312,11 +319,14 @@ _CLAIMABLE_NOW = (
     ti.c.state.in_(CLAIMABLE),
     ti.c.ready_at <= bindparam("ready_by"),
     ti.c.queue.in_(bindparam("queues", expanding=True)),
+    ti.c.gated == false(),  # gated instances: store/concurrency.py (issue 14)
 )
+# higher priority_weight first, then the oldest ready (issue 14)
+_CLAIM_ORDER = (ti.c.priority_weight.desc(), ti.c.ready_at, ti.c.id)
 _UNPOOLED = (
     select(ti.c.id)
     .where(*_CLAIMABLE_NOW, ti.c.pool.is_(None))
-    .order_by(ti.c.ready_at, ti.c.id)
+    .order_by(*_CLAIM_ORDER)
     .limit(bindparam("limit"))
 )
 _TAKE = _take(_UNPOOLED)
@@ -327,7 +337,7 @@ _WAITING_POOLS = (
 _POOL_CANDIDATES = (
     select(ti.c.id, ti.c.pool_slots)
     .where(*_CLAIMABLE_NOW, ti.c.pool == bindparam("pool"))
-    .order_by(ti.c.ready_at, ti.c.id)
+    .order_by(*_CLAIM_ORDER)
     .limit(bindparam("limit"))
 )
 _RUNS_BY_PK = select(m.dag_runs).where(m.dag_runs.c.id.in_(bindparam("pks", expanding=True)))

@@ -8,11 +8,13 @@ from datetime import datetime, timedelta
 import networkx as nx
 from sqlalchemy import select, update
 
+from orchestrator.authoring.task_controls import is_gated
 from orchestrator.errors import NotFoundError, StateError
 from orchestrator.scheduling.explain import DagFacts, PoolFact, SlotHolder, TaskFacts, WorkerFact
 from orchestrator.states import RunState, TaskState
 from orchestrator.store import models as m
 from orchestrator.store.base import StoreBase, lock_runs, record_event
+from orchestrator.store.concurrency import gate_facts
 from orchestrator.store.records import TaskInstanceRecord
 
 ti, r, w = m.task_instances, m.dag_runs, m.workers
@@ -45,6 +47,9 @@ class ExplainStore(StoreBase):
             ).all()
             workers = conn.execute(select(w)).all()
             pools = self._pool_facts(conn, task.pool if task else None, inst.state)
+            gate = None  # issue 14: the claim-time checks of a gated task
+            if task is not None and is_gated(task, spec.max_active_tasks):
+                gate = gate_facts(conn, spec, task_id, run.logical_date)
         facts = [
             WorkerFact(x.worker_id, tuple(q for q in x.queues.split(",") if q), x.heartbeat_at,
                        x.stopped_at)
@@ -61,7 +66,7 @@ class ExplainStore(StoreBase):
             queue=inst.queue, workers=tuple(facts), worker_stale_after=worker_stale_after,
             try_number=inst.try_number, max_tries=inst.max_tries, ready_at=inst.ready_at,
             owner=inst.owner, lease_expires_at=inst.lease_expires_at,
-            owner_heartbeat_at=owner_beat, error=inst.error, pools=pools,
+            owner_heartbeat_at=owner_beat, error=inst.error, pools=pools, gate=gate,
         )  # fmt: skip
 
     def _pool_facts(self, conn, pool: str | None, state: str) -> tuple[PoolFact, ...]:

@@ -24,6 +24,7 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    false,
     text,
 )
 from sqlalchemy.types import TypeDecorator
@@ -200,11 +201,25 @@ task_instances = Table(
     Column("error", Text),
     # tries lost to infrastructure so far, not held against retries up to max_lost_tries (0008)
     Column("lost_tries", Integer, nullable=False, default=0, server_default="0"),
+    # issue 14 (0013): claims take higher priority first; a gated instance (depends_on_past,
+    # max_active_tasks, max_active_tis_per_dag) is claimed only through store/concurrency.py
+    Column("priority_weight", Integer, nullable=False, default=1, server_default="1"),
+    Column("gated", Boolean, nullable=False, default=False, server_default=false()),
     UniqueConstraint("run_pk", "task_id"),
     Index(None, "run_id", "task_id"),
     Index(None, "state", "ready_at"),
     Index(None, "owner"),
     Index(None, "run_pk", "state"),  # per-run state counts on the hot path (0006)
+    Index(None, "state", "priority_weight", "ready_at"),  # the claim order (0013)
+    Index(None, "dag_id", "state", "task_id"),  # running counts per DAG and task (0013)
+    # the gated claim's candidates without walking the other claimable instances (0013)
+    Index(
+        "ix_task_instances_gated_ready",
+        "state",
+        "ready_at",
+        sqlite_where=text("gated = 1"),
+        postgresql_where=text("gated"),
+    ),
 )
 
 task_tries = Table(

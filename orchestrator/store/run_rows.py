@@ -15,6 +15,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from orchestrator.authoring.spec import DagSpec
+from orchestrator.authoring.task_controls import is_gated
 from orchestrator.states import RunState, TaskState
 from orchestrator.store import models as m
 
@@ -105,6 +106,9 @@ def insert_runs(
                     "queue": t.queue,
                     "pool": t.pool,
                     "pool_slots": t.pool_slots,
+                    # issue 14: claim order and claim-time checks
+                    "priority_weight": t.priority_weight,
+                    "gated": is_gated(t, spec.max_active_tasks),
                 }
                 for pk in order[i : i + per_batch]
                 for t in spec.tasks.values()

@@ -16,7 +16,7 @@ import networkx as nx
 from sqlalchemy import and_, bindparam, insert, select, tuple_, update
 
 from orchestrator.errors import NotFoundError
-from orchestrator.states import TASK_FINISHED, RunState, TaskState
+from orchestrator.states import FAILED_NOW, SKIPPED_TRY, TASK_FINISHED, RunState, TaskState
 from orchestrator.store import models as m
 from orchestrator.store.base import StoreBase, lock_runs, record_event
 from orchestrator.store.records import Claim, TaskInstanceRecord, TryRecord
@@ -126,10 +126,22 @@ class TaskStore(StoreBase):
     ) -> str | None:
         """Record a failed try: up_for_retry with backoff, or failed (dead-lettered).
 
-        Returns the new state, or None if the write was fenced out.
+        Returns the new state, or None if the write was fenced out. ``try_state``
+        ``skipped`` / ``failed_now`` are outcomes the task chose (issue 14, see
+        store/task_outcomes.py): a skip, and a failure with no retry.
         """
+        if try_state == SKIPPED_TRY:
+            return self.finish_skip(claim, error, exit_status, now)  # type: ignore[attr-defined]
+        retry = try_state != FAILED_NOW
         return self._fail_attempt(
-            claim.ti_id, claim.try_number, claim.owner, error, exit_status, now, try_state=try_state
+            claim.ti_id,
+            claim.try_number,
+            claim.owner,
+            error,
+            exit_status,
+            now,
+            try_state="failed" if not retry else try_state,
+            retry=retry,
         )
 
     def _fail_attempt(
@@ -145,6 +157,7 @@ class TaskStore(StoreBase):
         extra: object = None,
         quiet: bool = False,
         lost: str | None = None,
+        retry: bool = True,
     ) -> str | None:
         """Close a running attempt as failed: retry it with backoff or dead-letter it.
 
@@ -188,7 +201,7 @@ class TaskStore(StoreBase):
                     n = row.lost_tries + 1
                     error = f"lost {n} time{'s' if n != 1 else ''}: {error}"
                     values["error"] = error[-4000:]
-                retry = try_number < row.max_tries
+                retry = retry and try_number < row.max_tries  # a Fail: no retry (issue 14)
                 if retry and task is not None:
                     # the backoff counts the task's own failures, not the free lost tries
                     failed = try_number - min(row.lost_tries, bound)

@@ -32,6 +32,8 @@ ALLOWED = {
     ("orchestrator", "orchestrator.authoring.dag"),
     # issue 16: `from orchestrator import Connection` (secrets backends, type hints)
     ("orchestrator", "orchestrator.authoring.credentials"),
+    # issue 14: `from orchestrator import TaskGroup, task_group` (lazy, like DAG)
+    ("orchestrator", "orchestrator.authoring.task_group"),
     # `python -m orchestrator` is the CLI
     ("orchestrator.__main__", "orchestrator.cli"),
 }

@@ -38,6 +38,7 @@
           if (fresh) old.replaceWith(document.importNode(fresh, true));
         });
         wireConfirms();
+        wireGroups();
         // a try that just started gets a log section: take it over
         document.querySelectorAll(".log-section").forEach(function (old) {
           var fresh = doc.getElementById(old.id);
@@ -48,6 +49,73 @@
         });
         followLogs();
       });
+  }
+
+  // Task groups (issue 14): a group's box in the graph and its header row in the grid
+  // open and close on click (or Enter); what is open survives the live refreshes.
+  var openGroups = { graph: {}, grid: {} };
+
+  function allOpen(open, path, strict) {
+    var parts = path.split(".");
+    var n = strict ? parts.length - 1 : parts.length;
+    for (var i = 1; i <= n; i++) {
+      if (!open[parts.slice(0, i).join(".")]) return false;
+    }
+    return true;
+  }
+
+  function applyGroups() {
+    var g = openGroups.graph, r = openGroups.grid;
+    document.querySelectorAll("svg.graph .group-box").forEach(function (box) {
+      var path = box.getAttribute("data-group");
+      var open = !!g[path];
+      box.classList.toggle("collapsed", !open);
+      box.classList.toggle("expanded", open);
+      box.setAttribute("aria-expanded", open ? "true" : "false");
+      var mark = box.querySelector(".group-toggle");
+      if (mark) mark.textContent = open ? "\u25BE" : "\u25B8";
+      box.classList.toggle("hidden-in-group", !allOpen(g, path, true));
+    });
+    document.querySelectorAll("svg.graph .node[data-group]").forEach(function (node) {
+      node.classList.toggle("hidden-in-group", !allOpen(g, node.getAttribute("data-group"), false));
+    });
+    document.querySelectorAll(".grid tr.group-row").forEach(function (row) {
+      var path = row.getAttribute("data-group");
+      var open = !!r[path];
+      row.classList.toggle("collapsed", !open);
+      row.classList.toggle("expanded", open);
+      var th = row.querySelector("th");
+      if (th) th.setAttribute("aria-expanded", open ? "true" : "false");
+      var rowMark = row.querySelector(".group-toggle");
+      if (rowMark) rowMark.textContent = open ? "\u25BE" : "\u25B8";
+      row.classList.toggle("hidden-in-group", !allOpen(r, path, true));
+    });
+    document.querySelectorAll(".grid tr.group-member").forEach(function (row) {
+      row.classList.toggle("hidden-in-group", !allOpen(r, row.getAttribute("data-group"), false));
+    });
+  }
+
+  function wireGroups() {
+    function wire(el, open, path) {
+      if (el.getAttribute("data-wired")) return;
+      el.setAttribute("data-wired", "1");
+      function toggle(ev) {
+        ev.preventDefault();
+        open[path] = !open[path];
+        applyGroups();
+      }
+      el.addEventListener("click", toggle);
+      el.addEventListener("keydown", function (ev) {
+        if (ev.key === "Enter" || ev.key === " ") toggle(ev);
+      });
+    }
+    document.querySelectorAll("svg.graph .group-box").forEach(function (box) {
+      wire(box, openGroups.graph, box.getAttribute("data-group"));
+    });
+    document.querySelectorAll(".grid tr.group-row > th").forEach(function (th) {
+      wire(th, openGroups.grid, th.parentNode.getAttribute("data-group"));
+    });
+    applyGroups();
   }
 
   function followLog(pre) {
@@ -89,6 +157,7 @@
 
   document.addEventListener("DOMContentLoaded", function () {
     wireConfirms();
+    wireGroups();
     followLogs();
     poll();
   });

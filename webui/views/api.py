@@ -71,7 +71,8 @@ def dag(dag_id: str) -> Response:
         "params": spec.params,
         "max_active_runs": spec.max_active_runs,
         "tasks": [
-            {"task_id": t.task_id, "kind": t.kind, "upstream": list(t.upstream)}
+            # group: the task group path, or null (issue 14)
+            {"task_id": t.task_id, "kind": t.kind, "upstream": list(t.upstream), "group": t.group}
             for t in spec.tasks.values()
         ],
         "schedule_preview": [iso(t) for t in data.schedule_preview(spec, now())],

@@ -81,6 +81,19 @@ TABLE = [
     ("none_failed_min_one_success", [s, run], W),
     ("none_failed_min_one_success", [s, f], UF),
     ("none_failed_min_one_success", [uf, q], UF),
+    # all_done_min_one_success (issue 14)
+    ("all_done_min_one_success", [s, f, k], R),
+    ("all_done_min_one_success", [s, run], W),
+    ("all_done_min_one_success", [f, run], W),
+    ("all_done_min_one_success", [f, k], UF),
+    ("all_done_min_one_success", [k, k], SK),
+    ("all_done_min_one_success", [s, uf], R),
+    # all_skipped (issue 14)
+    ("all_skipped", [k, k], R),
+    ("all_skipped", [k, run], W),
+    ("all_skipped", [k, s], SK),
+    ("all_skipped", [f, run], SK),  # decided early: one finished without a skip
+    ("all_skipped", [c, k], SK),
     # always
     ("always", [run, q], R),
     ("always", [f, uf], R),
@@ -205,6 +218,12 @@ def test_invariants_over_all_combinations(rule):
                 assert n_failed >= 1, where
             if rule == "one_done":
                 assert n_success + states.count(f) >= 1, where
+            if rule == "all_done_min_one_success":
+                assert finished and n_success >= 1, where
+            if rule == "all_skipped":
+                assert n_skipped == len(states), where
+        if rule == "all_skipped" and any(_finished([x]) and x != k for x in states):
+            assert got is SK, where
         if rule == "all_success" and n_success == len(states):
             assert got is R, where
         if rule == "always":

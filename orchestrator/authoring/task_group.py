@@ -1,0 +1,169 @@
+"""Task groups: a named box of tasks inside a DAG, wired as one (Airflow's TaskGroup).
+
+A task created inside ``with TaskGroup("extract"):`` gets the id ``extract.<its id>``;
+groups nest (``outer.inner.a``). ``g >> t`` makes ``t`` run after every *leaf* of the
+group (a task of the group with no downstream task inside it), ``t >> g`` makes every
+*root* of the group (no upstream task inside it) run after ``t``, and lists mix tasks
+and groups: ``[g1, g2] >> t``. The group path is stored with each task, so the web UI
+draws a group as one box and groups the grid's rows::
+
+    with DAG("etl") as dag:
+        with TaskGroup("extract") as extract:
+            @task
+            def a(ctx): ...
+            @task
+            def b(ctx): ...
+        @task
+        def load(ctx): ...
+        extract >> load          # extract.a >> load and extract.b >> load
+
+The decorator form calls the function inside a new group named after it::
+
+    @task_group
+    def clean():
+        ...
+    clean()                      # the tasks it creates are clean.<id>
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+from orchestrator.authoring import dag as dag_module
+from orchestrator.authoring.dag import DAG, Task
+
+_open = dag_module._groups  # the groups being built, innermost last (Task reads it)
+
+
+class TaskGroup:
+    """A group of tasks; ``with TaskGroup("name") as g:`` (see the module docstring)."""
+
+    def __init__(self, group_id: str, *, dag: DAG | None = None, tooltip: str = "") -> None:
+        where = dag_module._caller()
+        self.fileloc, self.lineno = where
+        self.where = where
+        owner = dag or (dag_module._active[-1] if dag_module._active else None)
+        if owner is None:
+            raise dag_module._fail(
+                f"task group {group_id!r} is defined outside a DAG: use 'with DAG(...):'", where
+            )
+        dag_module._check_id("group_id", group_id, where)
+        if "." in group_id:
+            raise dag_module._fail(
+                f"invalid group_id {group_id!r}: '.' separates nested groups, "
+                "nest a TaskGroup instead",
+                where,
+            )
+        self.dag: DAG = owner
+        self.parent = dag_module._current_group(owner)
+        self.group_id = group_id
+        self.path = f"{self.parent.path}.{group_id}" if self.parent else group_id
+        self.tooltip = tooltip
+        groups = owner.task_groups
+        first = groups.get(self.path)
+        if first is not None:
+            raise dag_module._fail(
+                f"duplicate task group {self.path!r} in DAG {owner.dag_id!r} "
+                f"(first defined at line {first.lineno})",
+                where,
+            )
+        if self.path in owner.tasks:
+            raise dag_module._fail(
+                f"task group {self.path!r} has the id of a task of DAG {owner.dag_id!r} "
+                f"(defined at line {owner.tasks[self.path].lineno})",
+                where,
+            )
+        groups[self.path] = self
+
+    def child_id(self, task_id: str) -> str:
+        return f"{self.path}.{task_id}"
+
+    # -- membership --------------------------------------------------------------------
+    @property
+    def tasks(self) -> list[Task]:
+        """Every task of this group and of the groups nested in it, in creation order."""
+        prefix = self.path + "."
+        return [t for t in self.dag.tasks.values() if t.task_id.startswith(prefix)]
+
+    def _ids(self) -> set[str]:
+        return {t.task_id for t in self.tasks}
+
+    def roots(self) -> list[Task]:
+        """The group's tasks with no upstream task inside the group."""
+        ids = self._ids()
+        return [t for t in self.tasks if not (t.upstream_ids & ids)]
+
+    def leaves(self) -> list[Task]:
+        """The group's tasks with no downstream task inside the group."""
+        ids = self._ids()
+        inner_up = {u for t in self.tasks for u in t.upstream_ids if u in ids}
+        return [t for t in self.tasks if t.task_id not in inner_up]
+
+    # -- context manager ---------------------------------------------------------------
+    def __enter__(self) -> TaskGroup:
+        _open.append(self)
+        return self
+
+    def __exit__(self, *_: Any) -> None:
+        _open.remove(self)
+
+    # -- wiring --------------------------------------------------------------------------
+    def members(self, side: str) -> list[Task]:
+        """The ``"roots"`` or ``"leaves"`` a dependency on this group connects."""
+        tasks = self.roots() if side == "roots" else self.leaves()
+        return self._edges(tasks, "wire")
+
+    def _edges(self, tasks: list[Task], what: str) -> list[Task]:
+        if not tasks:
+            raise dag_module._fail(f"task group {self.path!r} has no tasks to {what}")
+        return tasks
+
+    def set_downstream(self, others: Any) -> None:
+        for leaf in self._edges(self.leaves(), "run before others"):
+            leaf.set_downstream(others)
+
+    def set_upstream(self, others: Any) -> None:
+        for root in self._edges(self.roots(), "run after others"):
+            root.set_upstream(others)
+
+    def __rshift__(self, other: Any) -> Any:
+        self.set_downstream(other)
+        return other
+
+    def __lshift__(self, other: Any) -> Any:
+        self.set_upstream(other)
+        return other
+
+    def __rrshift__(self, other: Any) -> TaskGroup:  # [a, b] >> group
+        self.set_upstream(other)
+        return self
+
+    def __rlshift__(self, other: Any) -> TaskGroup:  # [a, b] << group
+        self.set_downstream(other)
+        return self
+
+    def __repr__(self) -> str:
+        return f"<TaskGroup {self.dag.dag_id}.{self.path}>"
+
+
+def task_group(
+    fn: Callable[..., Any] | None = None, *, group_id: str | None = None, tooltip: str = ""
+) -> Any:
+    """``@task_group``: calling the function builds its tasks inside a new group.
+
+    The group is named after the function unless ``group_id=`` says otherwise; the
+    call returns the :class:`TaskGroup`, so ``clean() >> load`` wires it.
+    """
+
+    def decorate(func: Callable[..., Any]) -> Callable[..., TaskGroup]:
+        @functools.wraps(func)
+        def build(*args: Any, **kwargs: Any) -> TaskGroup:
+            with TaskGroup(group_id or func.__name__, tooltip=tooltip) as group:
+                func(*args, **kwargs)
+            return group
+
+        return build
+
+    return decorate(fn) if fn is not None else decorate
