@@ -20,9 +20,7 @@ Id = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
 def upgrade() -> None:
     # every login made before roles existed could do everything: it stays an admin
     with op.batch_alter_table("users") as batch:
-        batch.add_column(
-            sa.Column("role", sa.String(20), nullable=False, server_default="admin")
-        )
+        batch.add_column(sa.Column("role", sa.String(20), nullable=False, server_default="admin"))
     op.create_table(
         "api_tokens",
         # the public id, the middle part of "orc_<id>_<secret>": looked up, never secret
@@ -30,9 +28,7 @@ def upgrade() -> None:
         sa.Column(
             "user_id",
             Id,
-            sa.ForeignKey(
-                "users.id", name=op.f("fk_api_tokens_user_id_users"), ondelete="CASCADE"
-            ),
+            sa.ForeignKey("users.id", name=op.f("fk_api_tokens_user_id_users"), ondelete="CASCADE"),
             nullable=False,
         ),
         sa.Column("name", sa.String(100), nullable=False),

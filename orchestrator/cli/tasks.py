@@ -7,7 +7,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from orchestrator.cli.common import Parents, emit, open_store, parse_json_object, whole
+from orchestrator.cli.common import (
+    Parents,
+    cli_actor,
+    emit,
+    open_store,
+    parse_json_object,
+    whole,
+)
 from orchestrator.cli.logview import read_log_text, stream_log
 from orchestrator.clock import SystemClock
 from orchestrator.errors import NotFoundError
@@ -100,7 +107,11 @@ def cmd_tasks(args: argparse.Namespace, settings: Settings) -> int:
         return 0
     if args.action == "clear":
         cleared = store.clear_task(
-            args.run_id, args.task_id, SystemClock().now(), downstream=args.downstream
+            args.run_id,
+            args.task_id,
+            SystemClock().now(),
+            downstream=args.downstream,
+            who=cli_actor(),
         )
         if args.json:
             emit(args, {"run_id": args.run_id, "cleared": cleared})

@@ -22,6 +22,7 @@ from orchestrator.store.release import ReleaseStore
 from orchestrator.store.retention_store import RetentionStore
 from orchestrator.store.run_store import RunStore
 from orchestrator.store.task_store import TaskStore
+from orchestrator.store.token_store import TokenStore
 from orchestrator.store.ui_actions import UiActionStore
 from orchestrator.store.user_store import UserStore
 
@@ -43,6 +44,7 @@ class Store(
     ExplainStore,
     AlertStore,
     RetentionStore,  # observability (issue 6)
+    TokenStore,  # API tokens (issue 17)
 ):
     """All the transitions and reads, one mixin per concept (one base per line)."""
 

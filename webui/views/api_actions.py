@@ -8,7 +8,7 @@ be a JSON object with exactly the documented fields and types (see
 
 from __future__ import annotations
 
-from flask import Blueprint, jsonify, request
+from flask import Blueprint, jsonify
 from werkzeug.wrappers import Response
 
 from orchestrator.errors import ConfigError
@@ -16,7 +16,7 @@ from orchestrator.errors import ConfigError
 from .. import operations as ops
 from ..current import get_store, now
 from ..inputs import json_body
-from ..security import csrf_token, current_user
+from ..security import csrf_token, current_actor
 
 bp = Blueprint("api_actions", __name__, url_prefix="/api/v1")
 
@@ -27,7 +27,7 @@ def csrf() -> Response:
 
 
 def _who() -> str:
-    return ops.actor("api", current_user(), request.remote_addr)
+    return current_actor("api")
 
 
 @bp.post("/dags/<dag_id>/runs")
@@ -48,7 +48,7 @@ def trigger(dag_id: str) -> tuple[Response, int]:
 @bp.post("/dags/<dag_id>/pause")
 def pause(dag_id: str) -> Response:
     paused = json_body({"paused": bool}, required=("paused",))["paused"]
-    return jsonify({"message": ops.set_paused(get_store(), dag_id, paused, now())})
+    return jsonify({"message": ops.set_paused(get_store(), dag_id, paused, now(), _who())})
 
 
 @bp.post("/dags/<dag_id>/backfill")
@@ -61,18 +61,16 @@ def backfill(dag_id: str) -> Response:
 @bp.post("/runs/<run_id>/cancel")
 def cancel(run_id: str) -> Response:
     json_body({})
-    return jsonify({"message": ops.cancel(get_store(), run_id, now(), current_user())})
+    return jsonify({"message": ops.cancel(get_store(), run_id, now(), _who())})
 
 
 @bp.post("/runs/<run_id>/tasks/<task_id>/clear")
 def clear(run_id: str, task_id: str) -> Response:
     downstream = json_body({"downstream": bool}).get("downstream", False)
-    return jsonify({"message": ops.clear(get_store(), run_id, task_id, downstream, now())})
+    return jsonify({"message": ops.clear(get_store(), run_id, task_id, downstream, now(), _who())})
 
 
 @bp.post("/runs/<run_id>/tasks/<task_id>/mark")
 def mark(run_id: str, task_id: str) -> Response:
     state = json_body({"state": str}, required=("state",))["state"]
-    return jsonify(
-        {"message": ops.mark(get_store(), run_id, task_id, state, now(), current_user())}
-    )
+    return jsonify({"message": ops.mark(get_store(), run_id, task_id, state, now(), _who())})

@@ -1,4 +1,5 @@
-"""HTML page: the event log, filterable by DAG, run and kind, paged back by event id."""
+"""HTML page: the event log, filterable by DAG, run, kind and actor (who asked),
+paged back by event id."""
 
 from __future__ import annotations
 
@@ -15,12 +16,13 @@ KNOWN_KINDS = (
     "task_dead_lettered", "task_cleared", "task_marked_success", "task_marked_failed",
     "stale_write_rejected", "dag_added", "dag_paused", "dag_unpaused", "dag_removed",
     "schedule_changed", "import_error", "task_lost", "login_failed", "user_added",
-    "user_deleted", "user_password_set",
+    "user_deleted", "user_password_set", "user_role_set", "token_created", "token_revoked",
+    "run_cleared", "backfill_created", "backfill_cancelled",
 )  # fmt: skip
 
 
 def filters() -> dict[str, str]:
-    return {k: request.args.get(k, "").strip() for k in ("dag_id", "run_id", "kind")}
+    return {k: request.args.get(k, "").strip() for k in ("dag_id", "run_id", "kind", "actor")}
 
 
 @bp.get("/events")

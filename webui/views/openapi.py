@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..roles import least_role
+
 # (method, path, summary, query params, JSON body properties)
 ROUTES: list[tuple[str, str, str, tuple[str, ...], dict[str, str]]] = [
     ("get", "/dags", "DAGs with schedule in words and recent runs", ("tag", "q"), {}),
@@ -15,9 +17,11 @@ ROUTES: list[tuple[str, str, str, tuple[str, ...], dict[str, str]]] = [
     ("get", "/runs/{run_id}/summary", "A run's state, task states counted, tries: cheap to poll", (), {}),
     ("get", "/runs/{run_id}/tasks/{task_id}", "A task instance: tries, results, why waiting", (), {}),
     ("get", "/runs/{run_id}/tasks/{task_id}/tries/{try_number}/log", "A try's log (tail, or from offset)", ("offset",), {}),
-    ("get", "/events", "The event log, newest first", ("dag_id", "run_id", "kind", "before", "limit"), {}),
+    ("get", "/events", "The event log, newest first", ("dag_id", "run_id", "kind", "actor", "before", "limit"), {}),
     ("get", "/import-errors", "DAG files that failed to import", (), {}),
     ("get", "/csrf", "This session's CSRF token for POST requests", (), {}),
+    ("get", "/me", "The caller: user, role, and whether a token or a session speaks", (), {}),
+    ("get", "/users", "Users, their roles and tokens (no secrets); admin", (), {}),
     ("post", "/dags/{dag_id}/runs", "Trigger a run", (), {"conf": "object"}),
     ("post", "/dags/{dag_id}/pause", "Pause or unpause", (), {"paused": "boolean"}),
     ("post", "/dags/{dag_id}/backfill", "Backfill a date range", (), {"start": "string", "end": "string"}),
@@ -25,6 +29,30 @@ ROUTES: list[tuple[str, str, str, tuple[str, ...], dict[str, str]]] = [
     ("post", "/runs/{run_id}/tasks/{task_id}/clear", "Clear a task", (), {"downstream": "boolean"}),
     ("post", "/runs/{run_id}/tasks/{task_id}/mark", "Mark a task success or failed", (), {"state": "string"}),
 ]  # fmt: skip
+
+# (method, path) -> endpoint, for the least role each operation needs (webui.roles)
+_ENDPOINTS: dict[tuple[str, str], str] = {
+    ("get", "/dags"): "api.dags",
+    ("get", "/dags/{dag_id}"): "api.dag",
+    ("get", "/dags/{dag_id}/runs"): "api.runs",
+    ("get", "/dags/{dag_id}/grid"): "api.grid",
+    ("get", "/dags/{dag_id}/summary"): "api.dag_summary",
+    ("get", "/runs/{run_id}"): "api.run",
+    ("get", "/runs/{run_id}/summary"): "api.run_summary",
+    ("get", "/runs/{run_id}/tasks/{task_id}"): "api.task_instance",
+    ("get", "/runs/{run_id}/tasks/{task_id}/tries/{try_number}/log"): "api.log",
+    ("get", "/events"): "api.events",
+    ("get", "/import-errors"): "api.import_errors",
+    ("get", "/csrf"): "api_actions.csrf",
+    ("get", "/me"): "api_users.me",
+    ("get", "/users"): "api_users.users",
+    ("post", "/dags/{dag_id}/runs"): "api_actions.trigger",
+    ("post", "/dags/{dag_id}/pause"): "api_actions.pause",
+    ("post", "/dags/{dag_id}/backfill"): "api_actions.backfill",
+    ("post", "/runs/{run_id}/cancel"): "api_actions.cancel",
+    ("post", "/runs/{run_id}/tasks/{task_id}/clear"): "api_actions.clear",
+    ("post", "/runs/{run_id}/tasks/{task_id}/mark"): "api_actions.mark",
+}
 
 # JSON body fields that must be present (webui.inputs.json_body refuses a body without)
 REQUIRED: dict[str, list[str]] = {
@@ -53,12 +81,21 @@ def _operation(method: str, path: str, summary: str, query: tuple, body: dict) -
         "parameters": params,
         "responses": {
             "200": {"description": "OK", "content": {"application/json": {}}},
+            "401": ERROR | {"description": "No login, or an unknown/expired/revoked token"},
+            "403": ERROR | {"description": "The caller's role is below the route's"},
             "4XX": ERROR,
         },
+        "x-least-role": least_role(_ENDPOINTS.get((method, path), "")) or "unknown",
     }
     if method == "post":
         op["parameters"].append(
-            {"name": "X-CSRF-Token", "in": "header", "required": True, "schema": {"type": "string"}}
+            {
+                "name": "X-CSRF-Token",
+                "in": "header",
+                "required": False,
+                "description": "required with a session cookie; not with a bearer token",
+                "schema": {"type": "string"},
+            }
         )
         schema = {
             "type": "object",
@@ -79,7 +116,19 @@ def document() -> dict[str, Any]:
         "info": {"title": "orchestrator web UI API", "version": "1"},
         "servers": [{"url": "/api/v1"}],
         "paths": paths,
+        # either: a bearer API token (orchestrator users token NAME), or the session
+        # cookie of a signed-in browser (whose POSTs carry X-CSRF-Token)
+        "security": [{"bearerAuth": []}, {"sessionCookie": []}],
         "components": {
+            "securitySchemes": {
+                "bearerAuth": {
+                    "type": "http",
+                    "scheme": "bearer",
+                    "bearerFormat": "orc_<token_id>_<secret>",
+                    "description": "An API token; acts with the token's role, no CSRF token",
+                },
+                "sessionCookie": {"type": "apiKey", "in": "cookie", "name": "session"},
+            },
             "schemas": {
                 "Error": {
                     "type": "object",
