@@ -14,7 +14,7 @@ Users write DAG files with :class:`DAG` and :func:`task`::
 
 from typing import Any
 
-__all__ = ["DAG", "Task", "task", "OrchestratorError"]
+__all__ = ["DAG", "Task", "task", "OrchestratorError", "Client", "ClientError"]
 
 
 def __getattr__(name: str) -> Any:  # imported lazily so store-only processes stay light
@@ -26,4 +26,8 @@ def __getattr__(name: str) -> Any:  # imported lazily so store-only processes st
         from orchestrator.errors import OrchestratorError
 
         return OrchestratorError
+    if name in ("Client", "ClientError"):  # issue 17: the API client
+        from orchestrator import client
+
+        return getattr(client, name)
     raise AttributeError(name)

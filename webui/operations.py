@@ -25,10 +25,17 @@ def actor(channel: str, user: str | None, address: str | None) -> str:
 
 
 def trigger(
-    store: Store, dag_id: str, conf: dict[str, Any], now: datetime, who: str | None = None
+    store: Store,
+    dag_id: str,
+    conf: dict[str, Any],
+    now: datetime,
+    who: str | None = None,
+    *,
+    logical_date: datetime | None = None,
 ) -> tuple[str, str]:
-    """(run_id, message) of a new manual run with ``conf``, asked for by ``who``."""
-    run = store.trigger_run(dag_id, now, conf=conf, triggered_by=who)
+    """(run_id, message) of a new manual run with ``conf`` (at ``logical_date``, now
+    by default), asked for by ``who``."""
+    run = store.trigger_run(dag_id, now, conf=conf, logical_date=logical_date, triggered_by=who)
     # names only: values can be large, and the message is flashed into the session cookie
     shown = f"params {', '.join(conf)}" if conf else "default params"
     return run.run_id, f"Triggered {run.run_id} with {shown}."

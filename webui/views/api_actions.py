@@ -8,6 +8,8 @@ be a JSON object with exactly the documented fields and types (see
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from flask import Blueprint, jsonify
 from werkzeug.wrappers import Response
 
@@ -30,9 +32,27 @@ def _who() -> str:
     return current_actor("api")
 
 
+def _logical_date(text: str | None) -> datetime | None:
+    """An ISO 8601 time with its offset (``2026-01-31T02:00:00+00:00``), or None."""
+    if text is None:
+        return None
+    try:
+        when = datetime.fromisoformat(text)
+    except ValueError:
+        raise ConfigError(
+            f"logical_date: expected an ISO 8601 time like 2026-01-31T02:00:00+00:00, "
+            f"got {text[:60]!r}"
+        ) from None
+    if when.tzinfo is None:
+        raise ConfigError(f"logical_date {text[:60]!r}: give its UTC offset (+00:00 or Z)")
+    return when.astimezone(UTC)
+
+
 @bp.post("/dags/<dag_id>/runs")
 def trigger(dag_id: str) -> tuple[Response, int]:
-    conf = json_body({"conf": dict}).get("conf", {})
+    body = json_body({"conf": dict, "logical_date": str})
+    conf = body.get("conf", {})
+    when = _logical_date(body.get("logical_date"))
     store = get_store()
     declared = store.current_spec(dag_id).params
     unknown = sorted(set(conf) - set(declared))
@@ -41,7 +61,7 @@ def trigger(dag_id: str) -> tuple[Response, int]:
         raise ConfigError(
             f"conf: unknown params {shown} (declared: {', '.join(declared) or 'none'})"
         )
-    run_id, message = ops.trigger(store, dag_id, conf, now(), _who())
+    run_id, message = ops.trigger(store, dag_id, conf, now(), _who(), logical_date=when)
     return jsonify({"run_id": run_id, "message": message}), 201
 
 

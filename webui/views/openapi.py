@@ -22,7 +22,7 @@ ROUTES: list[tuple[str, str, str, tuple[str, ...], dict[str, str]]] = [
     ("get", "/csrf", "This session's CSRF token for POST requests", (), {}),
     ("get", "/me", "The caller: user, role, and whether a token or a session speaks", (), {}),
     ("get", "/users", "Users, their roles and tokens (no secrets); admin", (), {}),
-    ("post", "/dags/{dag_id}/runs", "Trigger a run", (), {"conf": "object"}),
+    ("post", "/dags/{dag_id}/runs", "Trigger a run (logical_date: ISO 8601 with offset)", (), {"conf": "object", "logical_date": "string"}),
     ("post", "/dags/{dag_id}/pause", "Pause or unpause", (), {"paused": "boolean"}),
     ("post", "/dags/{dag_id}/backfill", "Backfill a date range", (), {"start": "string", "end": "string"}),
     ("post", "/runs/{run_id}/cancel", "Cancel a run", (), {}),
@@ -138,6 +138,6 @@ def document() -> dict[str, Any]:
                         "detail": {"type": "string"},
                     },
                 }
-            }
+            },
         },
     }
