@@ -167,6 +167,6 @@ def _dead_letters_and_why(args: argparse.Namespace, settings: Settings, store: A
             ("dag_id", "run_id", "task_id", "try_number", "end_date", "last_error"),
         )
         return 0
-    reset = store.retry_dead_letter(args.run_id, args.task_id, now)
+    reset = store.retry_dead_letter(args.run_id, args.task_id, now, who=cli_actor())
     print(f"retrying {args.task_id} in {args.run_id}; reset {', '.join(reset)}")
     return 0

@@ -19,9 +19,12 @@ def actor_filter(actor: str) -> ColumnElement[bool]:
 
     ``api:ada`` matches ``api:ada`` and ada's tokens (``api:ada/token:ci``);
     ``cli:root`` matches ``cli:root@host1``; a bare name (``ada``, no ``:``) matches
-    that user on every channel (``web:ada``, ``api:ada/token:ci``, ``cli:ada@host``).
+    that user on every channel (``web:ada``, ``api:ada/token:ci``, ``cli:ada@host``);
+    ``system`` matches the scheduler's and workers' own decisions (no actor).
     """
     a = m.events.c.actor
+    if actor == "system":
+        return a.is_(None)
     channels = ("web", "api", "cli")
     heads = [actor] if ":" in actor else [f"{channel}:{actor}" for channel in channels]
     clauses: list[ColumnElement[bool]] = []

@@ -98,6 +98,8 @@ def test_the_event_log_names_who_did_what_and_filters_by_it(store, make_dag_in_s
     assert store.events(actor="api:ada", kind="dag_paused") == []
     [created] = store.events(kind="run_created")
     assert created.actor == "cli:tester@box"
+    assert "cli:tester@box" not in {e.actor for e in store.events(actor="system")}
+    assert store.events(actor="system") == [e for e in store.events() if e.actor is None]
 
 
 @pytest.fixture

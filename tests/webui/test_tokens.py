@@ -60,7 +60,7 @@ def test_a_token_never_has_more_than_its_users_role(store):
     assert store.authenticate_token(token, START).role == "operator"
     store.set_role("otto", "viewer", START)  # demoted: the token drops with the user
     assert store.authenticate_token(token, START).role == "viewer"
-    assert [t.name for t in store.list_tokens("otto")] == ["ci", "ops"]
+    assert sorted(t.name for t in store.list_tokens("otto")) == ["ci", "ops"]
     store.delete_user("otto", START)
     assert store.authenticate_token(token, START).refused == "unknown token"
 
@@ -132,6 +132,17 @@ def test_tokens_through_real_http(settings, store, clock, worked_run, live_clust
         assert "set-cookie" not in {k.lower() for k in r.headers}
         [listed] = store.list_tokens("otto")
         assert listed.last_used_at == START
+        # the event log names the token, and filters by it (API and page)
+        r = requests.get(base + "/api/v1/events", params={"actor": "otto"}, headers=ok, timeout=30)
+        [mine] = r.json()["events"]
+        assert (mine["kind"], mine["actor"]) == ("task_marked_success", "api:otto/token:ci")
+        system = requests.get(
+            base + "/api/v1/events", params={"actor": "system"}, headers=ok, timeout=30
+        ).json()["events"]
+        assert system and {e["actor"] for e in system} == {None}
+        page = requests.get(base + "/events", params={"actor": "api:otto"}, headers=ok, timeout=30)
+        assert page.status_code == 200 and page.text.count("api:otto/token:ci") >= 1
+        assert page.text.count('class="kind"') == 1  # one row: otto's token's mark
 
         revoked = store.create_token("otto", START, name="old")
         store.revoke_token(revoked.token_id, START)
