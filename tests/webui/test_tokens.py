@@ -188,3 +188,32 @@ def test_the_openapi_document_declares_the_bearer_scheme(client):
     assert mark["x-least-role"] == "operator" and "401" in mark["responses"]
     assert doc["paths"]["/users"]["get"]["x-least-role"] == "admin"
     assert doc["paths"]["/dags"]["get"]["x-least-role"] == "viewer"
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        "Bearer orc_\u00fc\u00fc\u00fc\u00fc\u00fc\u00fc\u00fc\u00fc\u00fc\u00fc\u00fc\u00fc_x",
+        "Bearer " + "A" * 8000,
+        "Bearer orc_0123456789ab_" + "x" * 42 + "'",
+        "Bearer orc_0123456789AB_" + "x" * 43,
+        "bearer   orc_nope  ",
+        "Bearer orc_0123456789ab_" + "x" * 43 + " trailing",
+    ],
+)
+def test_hostile_tokens_are_401_and_change_nothing(app, store, header):
+    client = app.test_client()
+    before = snapshot(store)
+    response = client.post(
+        "/api/v1/dags/pipeline/pause", json={"paused": True}, headers={"Authorization": header}
+    )
+    assert response.status_code == 401
+    assert response.get_json()["detail"].startswith(("malformed token", "unknown token"))
+    assert snapshot(store) == before
+
+
+def test_another_scheme_is_no_token(client):
+    """Basic (or any scheme but Bearer) is not a token: the request goes on as a
+    cookie-less one (here loopback, no login), as before tokens existed."""
+    response = client.get("/api/v1/me", headers={"Authorization": "Basic YWRhOnNlY3JldA=="})
+    assert response.status_code == 200 and response.get_json()["via"] == "loopback"
