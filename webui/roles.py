@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from flask import g, request
 
-from orchestrator.store.user_store import ROLES, role_rank
+from orchestrator.roles import ROLES, role_rank
 
 PUBLIC = "public"
 

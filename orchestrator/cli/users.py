@@ -10,9 +10,8 @@ from typing import Any
 from orchestrator.cli.common import Parents, cli_actor, emit, open_store
 from orchestrator.clock import SystemClock
 from orchestrator.errors import ConfigError
+from orchestrator.roles import ROLES
 from orchestrator.settings import Settings
-from orchestrator.store.token_store import parse_expires
-from orchestrator.store.user_store import ROLES
 
 ROLE_HELP = "viewer (read), operator (also trigger, clear, mark, pause, backfill, cancel), admin"
 
@@ -39,7 +38,7 @@ def register(sub: Any, parents: Parents) -> None:
     parents.add(users, "list", "list web UI logins and their roles", json_output=True)
     p = parents.add(users, "role", "give a user another role")
     p.add_argument("username")
-    p.add_argument("role", choices=ROLES)
+    p.add_argument("role", help=" | ".join(ROLES))
     p = parents.add(users, "token", "make an API token for a user (printed once)", json_output=True)
     p.add_argument("username")
     p.add_argument("--expires", default="90d", help="lifetime: 90d (default), 12h, 30m, or never")
@@ -98,6 +97,8 @@ def cmd_users(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _tokens(args: argparse.Namespace, store: Any, now: Any, who: str) -> int:
+    from orchestrator.store.token_store import parse_expires  # the store: only when needed
+
     if args.action == "token":
         made = store.create_token(
             args.username,

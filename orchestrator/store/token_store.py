@@ -30,9 +30,9 @@ from sqlalchemy import insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from orchestrator.errors import ConfigError, NotFoundError
+from orchestrator.roles import check_role, role_rank
 from orchestrator.store import models as m
 from orchestrator.store.base import StoreBase, record_event
-from orchestrator.store.user_store import ROLES, check_role, role_rank
 
 PREFIX = "orc_"
 _ID = re.compile(r"[0-9a-f]{12}")
@@ -252,4 +252,4 @@ class TokenStore(StoreBase):
         return TokenAuth(None, token_id, row.username, row.name, role)
 
 
-__all__ = ["ROLES", "NewToken", "TokenAuth", "TokenRecord", "TokenStore", "parse_expires"]
+__all__ = ["NewToken", "TokenAuth", "TokenRecord", "TokenStore", "parse_expires"]

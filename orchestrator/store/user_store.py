@@ -23,11 +23,10 @@ from sqlalchemy.exc import IntegrityError
 from werkzeug.security import check_password_hash, generate_password_hash
 
 from orchestrator.errors import ConfigError, NotFoundError
+from orchestrator.roles import check_role
 from orchestrator.store import models as m
 from orchestrator.store.base import StoreBase, record_event
 
-# the roles, least first: each may do what the ones before it may (docs/webui.md#roles)
-ROLES = ("viewer", "operator", "admin")
 USERNAME = re.compile(r"^[A-Za-z0-9_.@\-]{1,100}$")
 MIN_PASSWORD = 8
 # Compared against when the user does not exist, so a wrong name costs as much as a
@@ -48,18 +47,6 @@ def _check_new(username: str, password: str) -> None:
         )
     if len(password) < MIN_PASSWORD:
         raise ConfigError(f"password for {username!r}: use at least {MIN_PASSWORD} characters")
-
-
-def check_role(role: str, what: str = "role") -> str:
-    """``role`` if it is one of :data:`ROLES`, else ConfigError naming ``what``."""
-    if role not in ROLES:
-        raise ConfigError(f"{what}: expected one of {', '.join(ROLES)}, got {role[:40]!r}")
-    return role
-
-
-def role_rank(role: str) -> int:
-    """0 for viewer, 1 operator, 2 admin; -1 for anything else (allowed nothing)."""
-    return ROLES.index(role) if role in ROLES else -1
 
 
 class UserStore(StoreBase):

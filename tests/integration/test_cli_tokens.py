@@ -71,6 +71,9 @@ def test_users_roles_and_tokens(cli, capsys, store):
 
     assert cli("users", "role", "vera", "operator") == 0
     assert "vera is operator (was viewer)" in capsys.readouterr().out
+    assert cli("users", "role", "vera", "root") == 1
+    assert "role: expected one of viewer, operator, admin, got 'root'" in capsys.readouterr().err
+    assert store.user_role("vera") == "operator"
     who = cli_actor()
     kinds = [e.kind for e in store.events(actor=who)]
     assert {"user_added", "token_created", "token_revoked", "user_role_set"} <= set(kinds)

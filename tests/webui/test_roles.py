@@ -12,7 +12,7 @@ from conftest import START  # noqa: I001  (tests/webui/conftest.py)
 from live import live_server
 from test_actions import snapshot
 
-from orchestrator.store.user_store import ROLES, role_rank
+from orchestrator.roles import ROLES, role_rank
 from webui import create_app
 from webui.roles import PUBLIC, ROUTE_ROLES, least_role
 
