@@ -214,3 +214,15 @@ def test_loopback_without_login_is_admin_but_a_token_acts_with_its_role(
         assert r.status_code == 200, r.text
     [event] = store.events(kind="dag_paused")
     assert event.actor == "api:otto/token:ci"
+
+
+def test_the_openapi_document_gives_each_operation_its_least_role(client):
+    doc = client.get("/api/v1/openapi.json").get_json()
+    roles = {
+        (method, path): op["x-least-role"]
+        for path, ops in doc["paths"].items()
+        for method, op in ops.items()
+    }
+    assert set(roles.values()) <= set(ROLES), roles
+    assert roles[("post", "/dags/{dag_id}/runs")] == "operator"
+    assert roles[("get", "/events")] == "viewer"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ..roles import least_role
@@ -30,30 +31,6 @@ ROUTES: list[tuple[str, str, str, tuple[str, ...], dict[str, str]]] = [
     ("post", "/runs/{run_id}/tasks/{task_id}/mark", "Mark a task success or failed", (), {"state": "string"}),
 ]  # fmt: skip
 
-# (method, path) -> endpoint, for the least role each operation needs (webui.roles)
-_ENDPOINTS: dict[tuple[str, str], str] = {
-    ("get", "/dags"): "api.dags",
-    ("get", "/dags/{dag_id}"): "api.dag",
-    ("get", "/dags/{dag_id}/runs"): "api.runs",
-    ("get", "/dags/{dag_id}/grid"): "api.grid",
-    ("get", "/dags/{dag_id}/summary"): "api.dag_summary",
-    ("get", "/runs/{run_id}"): "api.run",
-    ("get", "/runs/{run_id}/summary"): "api.run_summary",
-    ("get", "/runs/{run_id}/tasks/{task_id}"): "api.task_instance",
-    ("get", "/runs/{run_id}/tasks/{task_id}/tries/{try_number}/log"): "api.log",
-    ("get", "/events"): "api.events",
-    ("get", "/import-errors"): "api.import_errors",
-    ("get", "/csrf"): "api_actions.csrf",
-    ("get", "/me"): "api_users.me",
-    ("get", "/users"): "api_users.users",
-    ("post", "/dags/{dag_id}/runs"): "api_actions.trigger",
-    ("post", "/dags/{dag_id}/pause"): "api_actions.pause",
-    ("post", "/dags/{dag_id}/backfill"): "api_actions.backfill",
-    ("post", "/runs/{run_id}/cancel"): "api_actions.cancel",
-    ("post", "/runs/{run_id}/tasks/{task_id}/clear"): "api_actions.clear",
-    ("post", "/runs/{run_id}/tasks/{task_id}/mark"): "api_actions.mark",
-}
-
 # JSON body fields that must be present (webui.inputs.json_body refuses a body without)
 REQUIRED: dict[str, list[str]] = {
     "/dags/{dag_id}/pause": ["paused"],
@@ -67,7 +44,20 @@ ERROR = {
 }
 
 
-def _operation(method: str, path: str, summary: str, query: tuple, body: dict) -> dict[str, Any]:
+def endpoints_of(url_map: Any) -> dict[tuple[str, str], str]:
+    """(method, OpenAPI path under /api/v1) -> endpoint, from a Flask app's url_map."""
+    out = {}
+    for rule in url_map.iter_rules():
+        if rule.rule.startswith("/api/v1/"):
+            path = re.sub(r"<(?:\w+:)?(\w+)>", r"{\1}", rule.rule[len("/api/v1") :])
+            for method in rule.methods - {"HEAD", "OPTIONS"}:
+                out[(method.lower(), path)] = rule.endpoint
+    return out
+
+
+def _operation(
+    method: str, path: str, summary: str, query: tuple, body: dict, endpoint: str | None
+) -> dict[str, Any]:
     params = [
         {"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
         for name in (part[1:-1] for part in path.split("/") if part.startswith("{"))
@@ -85,7 +75,8 @@ def _operation(method: str, path: str, summary: str, query: tuple, body: dict) -
             "403": ERROR | {"description": "The caller's role is below the route's"},
             "4XX": ERROR,
         },
-        "x-least-role": least_role(_ENDPOINTS.get((method, path), "")) or "unknown",
+        # the route's entry in webui/roles.py ROUTE_ROLES: who may call it
+        "x-least-role": (least_role(endpoint) if endpoint else None) or "unknown",
     }
     if method == "post":
         op["parameters"].append(
@@ -107,10 +98,15 @@ def _operation(method: str, path: str, summary: str, query: tuple, body: dict) -
     return op
 
 
-def document() -> dict[str, Any]:
+def document(endpoints: dict[tuple[str, str], str] | None = None) -> dict[str, Any]:
+    """The document; ``endpoints`` (:func:`endpoints_of` the app's url_map) gives each
+    operation its least role."""
     paths: dict[str, dict[str, Any]] = {}
     for method, path, summary, query, body in ROUTES:
-        paths.setdefault(path, {})[method] = _operation(method, path, summary, query, body)
+        endpoint = (endpoints or {}).get((method, path))
+        paths.setdefault(path, {})[method] = _operation(
+            method, path, summary, query, body, endpoint
+        )
     return {
         "openapi": "3.1.0",
         "info": {"title": "orchestrator web UI API", "version": "1"},
