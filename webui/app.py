@@ -26,7 +26,7 @@ from . import formatting, render
 from .current import CLOCK_KEY, LAYOUTS_KEY, SETTINGS_KEY, STORE_KEY
 from .data import GRID_RUNS
 from .layouts import Layouts
-from .roles import may
+from .roles import current_role, may
 from .secret import load_or_create_secret
 from .security import (
     SessionInterface,
@@ -95,6 +95,7 @@ def create_app(
     app.add_template_global(csrf_token, "csrf_token")
     app.add_template_global(current_user, "current_user")
     app.add_template_global(may, "may")
+    app.add_template_global(current_role, "current_role")
     app.add_template_global(render.grid_rows, "grid_rows")
     app.add_template_global(render.task_href, "task_href")
     app.add_template_global(render.task_rows, "task_rows")

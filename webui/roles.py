@@ -131,10 +131,25 @@ def refusal(endpoint: str | None) -> str | None:
     return None
 
 
+def current_role() -> str | None:
+    """For templates: the current caller's role (None before the checks ran)."""
+    who = principal()
+    return who.role if who is not None else None
+
+
 def may(endpoint: str) -> bool:
     """For templates: may the current caller use ``endpoint``? (buttons are hidden
     when not; the POST is refused anyway)."""
     return refusal(endpoint) is None
 
 
-__all__ = ["PUBLIC", "ROLES", "ROUTE_ROLES", "Principal", "least_role", "may", "refusal"]
+__all__ = [
+    "PUBLIC",
+    "ROLES",
+    "ROUTE_ROLES",
+    "Principal",
+    "current_role",
+    "least_role",
+    "may",
+    "refusal",
+]

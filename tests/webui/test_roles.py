@@ -137,6 +137,7 @@ def test_sessions_see_only_the_buttons_of_their_role_and_posts_above_it_are_refu
         viewer, csrf = _login(base, "vera")
         page = viewer.get(base + task_page, timeout=30).text
         assert "Mark success" not in page and ">Clear<" not in page
+        assert '<span class="muted small role">viewer</span>' in page
         dag_page = viewer.get(base + "/dags/pipeline", timeout=30).text
         assert "Trigger run" not in dag_page and "actions.pause" not in dag_page
         assert "/dags/pipeline/pause" not in dag_page and "is-readonly" in dag_page
