@@ -111,10 +111,11 @@ class Client:
             body = response.json()
         except ValueError:
             body = None
-        if response.status_code >= 400 or response.is_redirect:
+        if response.status_code >= 300:  # a redirect is a login page, never an answer
             detail = body.get("detail") if isinstance(body, dict) else None
-            reason = detail or response.reason or "error"
-            raise ClientError(response.status_code, str(reason), body)
+            if not detail and response.status_code < 400:
+                detail = f"redirected to {response.headers.get('Location') or '?'}"
+            raise ClientError(response.status_code, str(detail or response.reason), body)
         if body is None:
             raise ClientError(response.status_code, f"{method} {path}: the answer is not JSON")
         return body
