@@ -7,11 +7,13 @@
 2. A wide DAG (``--wide-tasks``, default 10,000: start >> 9,998 parallel tasks >> end)
    with a few finished runs: the DAG's page, a run's page and their JSON APIs, server
    time (test client; the first view, which lays the version out once, apart). Then a
-   real web server (waitress, 4 threads, in its own process) with four clients keeping
+   real web server (waitress, `web_threads` threads (8), in its own process) with four clients keeping
    both pages open as a browser tab does (app.js: the page's JSON every 2 s, the page
    again when that changed, here every ``--refresh-every`` polls), while /health is
    asked every 100 ms.
    Targets (issue 12, item 18): each page under 500 ms, /health under 50 ms.
+   Pages are timed with the collector tuned as the web server tunes it
+   (``--default-gc`` for CPython's defaults).
 
     python bench/ui_pages.py                        # both, SQLite
     python bench/ui_pages.py --backend postgres     # PostgreSQL on 127.0.0.1:5432
@@ -217,7 +219,7 @@ settings = Settings.load({}, cwd=tmp, database_url=url, state_dir=tmp + "/state"
 def on_ready(base):
     with open(ready, "w") as f:
         f.write(base)
-serve(create_app(settings), "127.0.0.1", 0, threads=4, on_ready=on_ready)
+serve(create_app(settings), "127.0.0.1", 0, threads=settings.web_threads, on_ready=on_ready)
 """
 
 
@@ -370,7 +372,7 @@ def print_wide(result: dict) -> None:
               f"   {size:5.1f} MB")  # fmt: skip
     load = result["load"]
     print(f"  /health while 4 clients keep both pages open (poll every 2 s, page again every "
-          f"{load['refresh_every']} polls; real HTTP, 4 server threads): median "
+          f"{load['refresh_every']} polls; real HTTP, 8 server threads): median "
           f"{load['health_median_ms']} ms, p95 {load['health_p95_ms']} ms, max "
           f"{load['health_max_ms']} ms over {load['health_requests']} requests")  # fmt: skip
     for path, ms in load["client_ms"].items():
@@ -391,7 +393,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--load-seconds", type=float, default=30.0)
     parser.add_argument("--refresh-every", type=int, default=5)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument(
+        "--default-gc",
+        action="store_true",
+        help="time the in-process pages with CPython's collector settings, not the web "
+        "server's (webui/server.py tune_gc); the real server of the load test tunes anyway",
+    )
     args = parser.parse_args(argv)
+    if not args.default_gc:
+        web_ui("server").tune_gc()  # as the web server process runs its pages
     backends = ["sqlite", "postgres"] if args.backend == "all" else [args.backend]
     for backend in backends:
         if args.only in ("wide", "all"):

@@ -1,9 +1,10 @@
 """HTTP tasks: call an endpoint with templated, encoded values, or skip clearly.
 
-Set HTTP_NOTIFY_URL before starting standalone (DAG files see the environment they
-were started with, less the orchestrator's own ORCHESTRATOR_* settings), for example
+Set HTTP_NOTIFY_URL before starting standalone, and let DAG files and tasks inherit it
+(they see only the variables task_env_allow and task_env_extra name), for example
 standalone's own health check:
 
+    export ORCHESTRATOR_TASK_ENV_EXTRA=HTTP_NOTIFY_URL
     HTTP_NOTIFY_URL=http://127.0.0.1:8080/health orchestrator standalone
 
 Without it, `notify` is skipped and the `endpoint` task's log says why.

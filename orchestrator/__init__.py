@@ -14,7 +14,9 @@ Users write DAG files with :class:`DAG` and :func:`task`::
 
 from typing import Any
 
-__all__ = ["DAG", "Task", "task", "OrchestratorError", "Client", "ClientError"]
+__all__ = ["DAG", "Task", "task", "OrchestratorError"]
+__all__ += ["Connection"]  # issue 16: what ctx.connection() returns and backends may
+__all__ += ["Client", "ClientError"]  # issue 17: the API client
 
 
 def __getattr__(name: str) -> Any:  # imported lazily so store-only processes stay light
@@ -22,6 +24,10 @@ def __getattr__(name: str) -> Any:  # imported lazily so store-only processes st
         from orchestrator.authoring import dag
 
         return getattr(dag, name)
+    if name == "Connection":  # issue 16
+        from orchestrator.authoring.credentials import Connection
+
+        return Connection
     if name == "OrchestratorError":
         from orchestrator.errors import OrchestratorError
 

@@ -63,12 +63,15 @@ FIELDS: dict[str, tuple[type, Any, str]] = {
     "task_env_deny": (
         str,
         "ORCHESTRATOR_*",
-        "comma-separated glob patterns of worker environment variables tasks do not inherit",
+        "comma-separated glob patterns of worker environment variables tasks do not inherit "
+        "even when allowed (the more specific of two matching patterns decides)",
     ),
     "task_env_allow": (
         str,
-        "",
-        "comma-separated glob patterns tasks inherit even though they match task_env_deny",
+        "PATH,HOME,USER,LOGNAME,SHELL,TERM,LANG,LANGUAGE,LC_*,TZ,TMPDIR,PYTHON*,SSL_CERT_FILE,"
+        "SSL_CERT_DIR,REQUESTS_CA_BUNDLE,ORCHESTRATOR_VAR_*,ORCHESTRATOR_CONN_*",
+        "comma-separated glob patterns of the worker environment variables tasks inherit "
+        "(an allow-list: nothing else reaches a task)",
     ),
     # tries lost to infrastructure
     "max_lost_tries": (
@@ -152,6 +155,54 @@ FIELDS: dict[str, tuple[type, Any, str]] = {
         100.0,
         "/health fails when the disk of the state folder or SQLite file has less free space",
     ),
+    # issue 12: the web server's threads
+    "web_threads": (
+        int,
+        8,
+        "threads of the web server: requests in flight at once (a probe or a poll does not "
+        "queue behind slow page renders while one is free)",
+    ),
+    # issue 16: a task's environment, Python environments per task
+    "task_env_extra": (
+        str,
+        "",
+        "comma-separated glob patterns tasks inherit besides task_env_allow (your own "
+        "variables, without repeating the defaults)",
+    ),
+    "venv_cache_dir": (
+        str,
+        None,
+        "folder of the virtual environments @task.virtualenv builds; default <state_dir>/venvs",
+    ),
+    "venv_installer": (
+        str,
+        "auto",
+        "what builds them: 'auto' (uv when on PATH, else python -m venv and pip), 'uv', 'pip'",
+    ),
+    "alert_slack": (
+        str,
+        None,
+        "Slack incoming-webhook URL every alert of every DAG is posted to",
+    ),
+    # issue 17: logs from any machine (log chunks shipped to the store)
+    "log_ship_seconds": (
+        float,
+        1.0,
+        "how often a worker ships what its running tries' logs gained to the store",
+    ),
+    # issue 16: variables, connections, secrets at rest
+    "secrets_key": (
+        str,
+        None,
+        "Fernet key(s), comma-separated, newest first, that encrypt secrets in the database; "
+        "default: the 0600 file <state_dir>/secrets_key, created on first use",
+    ),
+    "secrets_backend": (
+        str,
+        None,
+        "module:Class of a secrets backend asked after the environment and the database",
+    ),
+    "secrets_backend_kwargs": (str, None, "JSON object of keyword arguments for secrets_backend"),
 }
 
 
@@ -207,6 +258,19 @@ class Settings:
     db_idle_in_transaction_timeout: float | None
     db_keepalive_seconds: float | None
     health_min_free_mb: float
+    # issue 12: the web server's threads
+    web_threads: int
+    # issue 16: a task's environment, Python environments per task
+    task_env_extra: str
+    venv_cache_dir: str | None
+    venv_installer: str
+    alert_slack: str | None
+    # issue 17: logs from any machine (log chunks shipped to the store)
+    log_ship_seconds: float
+    # issue 16: variables, connections, secrets at rest
+    secrets_key: str | None
+    secrets_backend: str | None
+    secrets_backend_kwargs: str | None
 
     @property
     def log_dir(self) -> str:
@@ -244,6 +308,14 @@ class Settings:
         if not values["database_url"]:
             path = os.path.join(values["state_dir"], "orchestrator.db")
             values["database_url"] = f"sqlite:///{path}"
+        # issue 16: the virtualenv cache folder and its builder
+        venvs = values["venv_cache_dir"] or os.path.join(values["state_dir"], "venvs")
+        values["venv_cache_dir"] = os.path.abspath(os.path.join(cwd, venvs))
+        if values["venv_installer"] not in ("auto", "uv", "pip"):
+            raise ConfigError(
+                f"ORCHESTRATOR_VENV_INSTALLER: expected auto, uv or pip, "
+                f"got {values['venv_installer']!r}"
+            )
         if values["heartbeat_seconds"] >= values["lease_seconds"]:
             raise ConfigError(
                 f"heartbeat_seconds ({values['heartbeat_seconds']}) must be shorter than "

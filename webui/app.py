@@ -118,6 +118,14 @@ def create_app(
     views = (dags, runs, events, actions, auth, api, api_actions, api_users, health, metrics)
     for module in views:
         app.register_blueprint(module.bp)
+    from .views import versions  # issue 17: DAG versions, pages and API
+
+    app.register_blueprint(versions.bp)
+    app.register_blueprint(versions.api_bp)
+    from .views import api_credentials, credentials  # issue 16: variables and connections
+
+    app.register_blueprint(credentials.bp)
+    app.register_blueprint(api_credentials.bp)
 
     app.before_request(check_request)
     app.after_request(_security_headers)

@@ -36,6 +36,7 @@ GRID_CELLS = 20_000  # a wide DAG's grid shows fewer runs, never fewer tasks
 HISTORY_PAGE = 25
 RUN_COUNT_UP_TO = 10_000  # the run history counts this far, then says "10000+"
 PREVIEW = 8
+VERSIONS_SHOWN = 20  # the DAG page lists the latest versions (the API lists them all)
 
 
 def words(spec: DagSpec) -> str:
@@ -120,6 +121,8 @@ def dag_page(
         "states": states,
         "graph": layouts.get(store, spec, dag_id, dag.version_hash),
         "source": store.version_source(dag_id, dag.version_hash),
+        "versions": (versions := store.dag_versions(dag_id)[::-1][:VERSIONS_SHOWN]),
+        "version_changes": store.changes_between(dag_id, versions),
         "history": history,
         "total": total,
         "more": more,
@@ -172,11 +175,24 @@ def run_page(store: Store, layouts: Layouts, run_id: str, now: datetime) -> dict
         "graph": layouts.get(store, spec, run.dag_id, run.version_hash),
         "gantt": gantt(run, tis, tries, order, upstream, now),
         "end": run.end_date or (now if run.start_date else None),
+        **run_version(store, run),
     }
 
 
-def rendered_command(spec: DagSpec, run: Any, task_id: str, try_number: int) -> tuple[str, str]:
-    """(rendered command, '') or ('', why it cannot be rendered) for a shell task."""
+def run_version(store: Store, run: Any) -> dict[str, Any]:
+    """The DAG version a run was created with, and that version's file (issue 17)."""
+    try:
+        version = store.dag_version(run.dag_id, run.version_hash)
+    except OrchestratorError:  # not a stored version's hash: shown as unknown
+        version = None
+    return {"version": version, "source": store.version_source(run.dag_id, run.version_hash)}
+
+
+def rendered_command(
+    spec: DagSpec, run: Any, task_id: str, try_number: int, credentials: Any = None
+) -> tuple[str, str]:
+    """(rendered command, '') or ('', why it cannot be rendered) for a shell task;
+    ``credentials`` give variables and connections, secrets as ``***``."""
     task = spec.tasks[task_id]
     params = dict(spec.params)
     params.update(run.conf)
@@ -191,6 +207,7 @@ def rendered_command(spec: DagSpec, run: Any, task_id: str, try_number: int) -> 
         params=params,
         idempotency_key=idempotency_key(run.dag_id, run.run_id, task_id),
         log=logging.getLogger(__name__),
+        credentials=credentials,
     )
     try:
         if task.http is not None:
@@ -216,7 +233,7 @@ def _request_text(request: Request) -> str:
 def task_page(
     store: Store, run_id: str, task_id: str, now: datetime, log_dir: str, stale: timedelta
 ) -> dict[str, Any]:
-    from .logs import read_log
+    from .logs import read_try_log
 
     ti = store.task_instance(run_id, task_id)
     run = store.get_run(run_id)
@@ -224,12 +241,14 @@ def task_page(
     spec = store.spec(run.dag_id, run.version_hash)
     task = spec.tasks.get(task_id)
     tries = store.tries(run_id, task_id)
-    logs = {t.try_number: read_log(log_dir, t.log_path) for t in tries}
+    logs = {t.try_number: read_try_log(store, log_dir, t) for t in tries}
     upstream = list(task.upstream) if task else []
     results = store.results(run_id, upstream)
     command, command_error = ("", "")
     if task is not None and task.kind in ("shell", "http"):
-        command, command_error = rendered_command(spec, run, task_id, ti.try_number)
+        command, command_error = rendered_command(
+            spec, run, task_id, ti.try_number, _shown_credentials(store)
+        )
     reasons: list[Reason] = []
     if task is not None:
         facts = store.task_facts(run_id, task_id, now, worker_stale_after=stale)
@@ -249,3 +268,13 @@ def task_page(
         "reasons": reasons,
         "log_dir_exists": os.path.isdir(log_dir),
     }
+
+
+def _shown_credentials(store: Store) -> Any:
+    """Variables and connections for a rendered command on a page: secrets as ***."""
+    from orchestrator.engine.secrets_chain import SecretsChain
+    from orchestrator.engine.task_secrets import display_source
+
+    from .current import get_settings
+
+    return display_source(SecretsChain(store, get_settings()))

@@ -23,7 +23,7 @@ from orchestrator.errors import ConfigError
 
 MAX_INT = 2**63 - 1  # a BIGINT: what the database can compare against
 _INTEGER = re.compile(r"[+-]?[0-9]{1,19}")
-_TYPE_WORDS = {bool: "true or false", str: "a string", dict: "a JSON object"}
+_TYPE_WORDS = {bool: "true or false", str: "a string", dict: "a JSON object", int: "a whole number"}
 
 
 def int_arg(name: str, default: int | None, *, lo: int = 0, hi: int = MAX_INT) -> int | None:

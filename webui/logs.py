@@ -1,13 +1,17 @@
-"""Reading task try logs from the log folder, safely and in bounded pieces.
+"""Reading task try logs, safely and in bounded pieces: from this machine's log folder
+when the try ran here, else from the store (the pieces its worker shipped, issue 17).
 
 >>> read_log("/state/logs", "etl/run/extract/1.log")         # doctest: +SKIP
-LogChunk(text='...', offset=0, next_offset=1234, missing=False)
+LogChunk(text='...', offset=0, next_offset=1234, missing=False, source='file')
+>>> read_try_log(store, "/state/logs", try_record, offset=0)  # doctest: +SKIP
+LogChunk(text='...', offset=0, next_offset=1234, missing=False, source='store')
 """
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import Any
 
 TAIL_BYTES = 64 * 1024
 
@@ -18,6 +22,7 @@ class LogChunk:
     offset: int  # where ``text`` starts in the file
     next_offset: int  # ask for this offset to get what was appended since
     missing: bool  # no such file (yet), or not readable from this machine
+    source: str = "file"  # "file" (this machine's log folder) or "store" (shipped)
 
 
 def resolve(log_dir: str, rel_path: str | None) -> str | None:
@@ -42,3 +47,18 @@ def read_log(
         f.seek(start)
         data = f.read(limit)
     return LogChunk(data.decode("utf-8", "replace"), start, start + len(data), False)
+
+
+def read_try_log(
+    store: Any, log_dir: str, t: Any, offset: int | None = None, limit: int = TAIL_BYTES
+) -> LogChunk:
+    """A try's log (``t``: a TryRecord): the local file if the try ran on this machine,
+    else what its worker shipped to the store; ``missing`` if neither has any."""
+    local = read_log(log_dir, t.log_path, offset, limit)
+    if not local.missing:
+        return local
+    stored = store.stored_log(t.ti_id, t.try_number, offset, limit)
+    if not stored.pieces:
+        return LogChunk("", 0, 0, True, "store")
+    text = stored.data.decode("utf-8", "replace")
+    return LogChunk(text, stored.start, stored.start + len(stored.data), False, "store")

@@ -13,7 +13,7 @@ fast with a million task instances in the store.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import NamedTuple
 
 from sqlalchemy import func, select, union_all
@@ -305,12 +305,18 @@ class HealthFacts(Record):
 
     leader: str | None
     lease_expires_at: datetime | None
-    workers_alive: int
-    last_worker_heartbeat: datetime | None
+    heartbeats: tuple[datetime, ...]  # the last heartbeat of each worker not stopped
+
+    def workers_alive(self, since: datetime) -> int:
+        return sum(1 for at in self.heartbeats if at >= since)
+
+    @property
+    def last_worker_heartbeat(self) -> datetime | None:
+        return max(self.heartbeats, default=None)
 
 
-def health_facts(store: Store, *, alive_since: datetime) -> HealthFacts:
-    """The leader lease, and the workers (not stopped) that heartbeated since ``alive_since``."""
+def health_facts(store: Store) -> HealthFacts:
+    """The leader lease, and the last heartbeat of every worker that has not stopped."""
     from orchestrator.store.leader import LEASE_NAME
 
     w = m.workers
@@ -320,18 +326,10 @@ def health_facts(store: Store, *, alive_since: datetime) -> HealthFacts:
                 m.scheduler_lease.c.name == LEASE_NAME
             )
         ).first()
-        alive, last = conn.execute(
-            select(
-                func.count().filter(w.c.heartbeat_at >= alive_since), func.max(w.c.heartbeat_at)
-            ).where(w.c.stopped_at.is_(None))
-        ).one()
-    if last is not None and last.tzinfo is None:  # an aggregate skips the column's type
-        last = last.replace(tzinfo=UTC)
-    elif isinstance(last, str):
-        last = datetime.fromisoformat(last).replace(tzinfo=UTC)
+        beats = conn.execute(select(w.c.heartbeat_at).where(w.c.stopped_at.is_(None))).scalars()
+        heartbeats = tuple(sorted(at for at in beats if at is not None))
     return HealthFacts(
         leader=lease.holder if lease is not None else None,
         lease_expires_at=lease.expires_at if lease is not None else None,
-        workers_alive=int(alive or 0),
-        last_worker_heartbeat=last,
+        heartbeats=heartbeats,
     )

@@ -73,11 +73,29 @@ ROUTE_ROLES: dict[str, str] = {
     "api_actions.cancel": "operator",
     "api_actions.clear": "operator",
     "api_actions.mark": "operator",
+    # DAG versions (issue 17 items 1-2): read side
+    "versions.version_page": "viewer",
+    "versions.diff_page": "viewer",
+    "api_versions.versions": "viewer",
+    "api_versions.version": "viewer",
+    "api_versions.diff": "viewer",
     # administration
     "api_users.users": "admin",
-    # the lead adds the other branches' routes here at merge (issue 17 and others):
-    # variables/connections pages and API -> admin; assets pages -> viewer, asset
-    # events emit -> operator; DAG versions, logs -> viewer
+    # variables and connections (issue 16): secrets, so admin only, reading included
+    "credentials.variables": "admin",
+    "credentials.set_variable": "admin",
+    "credentials.delete_variable": "admin",
+    "credentials.connections": "admin",
+    "credentials.save_connection": "admin",
+    "credentials.delete_connection": "admin",
+    "api_credentials.variables": "admin",
+    "api_credentials.set_variable": "admin",
+    "api_credentials.delete_variable": "admin",
+    "api_credentials.connections": "admin",
+    "api_credentials.save_connection": "admin",
+    "api_credentials.delete_connection": "admin",
+    # the lead adds the other branches' routes here at merge: assets pages -> viewer,
+    # asset events emit (POST /api/v1/assets/events) -> operator
 }
 
 

@@ -11,6 +11,7 @@ refuses to start otherwise.
 
 from __future__ import annotations
 
+import gc
 import logging
 import threading
 from collections.abc import Callable
@@ -25,6 +26,13 @@ from .security import is_loopback
 log = logging.getLogger(__name__)
 
 POLL_SECONDS = 0.2  # how soon a set stop_event is noticed at the latest
+# Young-generation collections every this many net allocations instead of CPython's 700.
+# A wide run page allocates a few hundred thousand objects, each of them freed by its
+# reference count; at 700 the collector ran hundreds of times per page, each pass
+# ageing the page's objects towards the full collections that walk every object the
+# process holds (its cached DAG versions and layouts). Measured on a 10,000-task run
+# page: 374 ms of CPU per page with the defaults, 261 ms with this (bench/ui_pages.py).
+GC_YOUNG_THRESHOLD = 50_000
 
 
 def check_bind(app: Any, host: str) -> None:
@@ -56,7 +64,7 @@ def serve(
     port: int,
     stop_event: threading.Event | None = None,
     *,
-    threads: int = 4,
+    threads: int = 8,
     on_ready: Callable[[str], None] | None = None,
 ) -> None:
     """Serve ``app`` on ``host:port`` until ``stop_event`` is set (or forever).
@@ -85,6 +93,7 @@ def serve(
         clear_untrusted_proxy_headers=True,
         **_limits(app),
     )
+    tune_gc()
     url = _base_url(server)
     log.info("web UI listening on %s", url)
     if on_ready is not None:
@@ -96,6 +105,16 @@ def serve(
         server.task_dispatcher.shutdown()
         wasyncore.close_all(socket_map)
         log.info("web UI on %s stopped", url)
+
+
+def tune_gc() -> None:
+    """Collect cycles less often in a serving process, and never walk what it has loaded
+    so far (modules, the app, its store): ``gc.freeze()`` moves it out of the collector's
+    generations. A threshold set higher already (by an embedding program) is kept."""
+    young, *older = gc.get_threshold()
+    if young < GC_YOUNG_THRESHOLD:
+        gc.set_threshold(GC_YOUNG_THRESHOLD, *older)
+    gc.freeze()
 
 
 def _limits(app: Any) -> dict[str, Any]:

@@ -3,12 +3,17 @@
 Users declare notifiers in their DAG files; they are plain data (serialized with the
 DAG, so the scheduler never imports user code)::
 
-    from orchestrator.alerts import email, webhook
+    from orchestrator.alerts import email, slack, webhook
 
     with DAG("etl", schedule="@daily", deadline=timedelta(hours=2),
-             alerts=[webhook("https://hooks.example/orch"), email(["ops@example.com"])],
+             alerts=[webhook("https://hooks.example/orch"), email(["ops@example.com"]),
+                     slack("https://hooks.slack.com/services/T0/B0/xyz")],
              on_missed=page_someone):
         ...
+
+A webhook may carry a Jinja2 body template (:mod:`orchestrator.authoring.alert_body`)::
+
+    webhook("https://chat.example/hook", body='{"text": {{ kind ~ ": " ~ message }}}')
 
 >>> webhook("https://hooks.example/x", events=["run_failed"]).to_dict()["events"]
 ['run_failed']
@@ -16,11 +21,14 @@ DAG, so the scheduler never imports user code)::
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from orchestrator.authoring.alert_body import check_body
 from orchestrator.errors import DagDefinitionError
 
 TASK_DEAD_LETTERED = "task_dead_lettered"
@@ -44,24 +52,53 @@ DAG_HOOKS = {
     "on_missed": (RUN_MISSED,),
 }
 TASK_HOOKS = {"on_failure": (TASK_DEAD_LETTERED,), "on_retry": (TASK_RETRY,)}
-NOTIFIERS = ("webhook", "email")
+NOTIFIERS = ("webhook", "email", "slack")
+_HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 @dataclass(frozen=True)
 class Notifier:
-    """A declared notifier: ``kind`` webhook or email, its target, the events it wants."""
+    """A declared notifier: ``kind`` webhook, email or slack, its target, the events it
+    wants, and a webhook's body template (None: the documented JSON payload)."""
 
     kind: str
     target: tuple[str, ...]
     events: tuple[str, ...] = ALERT_KINDS
+    body: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "target": list(self.target), "events": list(self.events)}
+        out = {"kind": self.kind, "target": list(self.target), "events": list(self.events)}
+        return out | ({"body": self.body} if self.body is not None else {})
 
 
-def webhook(url: str, *, events: Iterable[str] | None = None) -> Notifier:
-    """POST each alert's JSON body (see docs/observability.md) to ``url``."""
-    return Notifier("webhook", (url,), tuple(events) if events is not None else ALERT_KINDS)
+def _declared_at() -> tuple[str | None, int | None]:
+    """File and line of the DAG file statement that called a declaration helper."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        filename = os.path.abspath(frame.f_code.co_filename)
+        if not filename.startswith(os.path.dirname(_HERE) + os.sep):
+            return frame.f_code.co_filename, frame.f_lineno
+        frame = frame.f_back
+    return None, None
+
+
+def webhook(url: str, *, events: Iterable[str] | None = None, body: str | None = None) -> Notifier:
+    """POST each alert's JSON body (see docs/observability.md) to ``url``; with ``body``,
+    the rendered Jinja2 template instead (:mod:`orchestrator.authoring.alert_body`)."""
+    if body is not None:
+        try:
+            check_body(body)
+        except ValueError as exc:
+            fileloc, lineno = _declared_at()
+            raise DagDefinitionError(
+                f"webhook {url!r}: {exc}", fileloc=fileloc, lineno=lineno
+            ) from None
+    return Notifier("webhook", (url,), tuple(events) if events is not None else ALERT_KINDS, body)
+
+
+def slack(webhook_url: str, *, events: Iterable[str] | None = None) -> Notifier:
+    """Post each alert to a Slack incoming webhook (``text`` and Block Kit ``blocks``)."""
+    return Notifier("slack", (webhook_url,), tuple(events) if events is not None else ALERT_KINDS)
 
 
 def email(to: str | Iterable[str], *, events: Iterable[str] | None = None) -> Notifier:
@@ -81,7 +118,9 @@ def parse_notifier(value: Any) -> dict[str, Any]:
             raise ValueError(f"alert {value!r}: expected an http(s):// URL or mailto:address")
     data = value.to_dict() if isinstance(value, Notifier) else value
     if not isinstance(data, dict) or data.get("kind") not in NOTIFIERS:
-        raise ValueError(f"alert {value!r}: use orchestrator.alerts.webhook(...) or email(...)")
+        raise ValueError(
+            f"alert {value!r}: use orchestrator.alerts.webhook(...), email(...) or slack(...)"
+        )
     target = data.get("target")
     target = [target] if isinstance(target, str) else list(target or [])
     if not target or not all(isinstance(t, str) and t for t in target):
@@ -90,7 +129,15 @@ def parse_notifier(value: Any) -> dict[str, Any]:
     unknown = sorted(set(events) - set(ALL_KINDS))
     if unknown:
         raise ValueError(f"unknown alert event(s) {unknown}: use {', '.join(ALL_KINDS)}")
-    return {"kind": data["kind"], "target": target, "events": events}
+    if data["kind"] in ("webhook", "slack") and not target[0].startswith(("http://", "https://")):
+        raise ValueError(f"{data['kind']} alert needs an http(s):// URL, got {target[0]!r}")
+    out = {"kind": data["kind"], "target": target, "events": events}
+    if data.get("body") is not None:
+        if data["kind"] != "webhook":
+            raise ValueError(f"{data['kind']} alert: only a webhook takes a body template")
+        check_body(data["body"])
+        out["body"] = data["body"]
+    return out
 
 
 def alert_options(

@@ -8,6 +8,16 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from orchestrator.authoring.credentials import (
+    Connection,
+    CredentialSource,
+    read_connection,
+    read_variable,
+    template_credentials,
+)
+
+_MISSING: Any = object()
+
 
 @dataclass(frozen=True)
 class TaskContext:
@@ -31,6 +41,8 @@ class TaskContext:
     log: logging.Logger
     upstream_ids: tuple[str, ...] = ()
     _results: dict[str, str | None] = field(default_factory=dict, repr=False)
+    # issue 16: where ctx.variable / ctx.connection and var / conn in templates read
+    credentials: CredentialSource | None = field(default=None, repr=False)
 
     def upstream(self, task_id: str) -> Any:
         """The JSON return value of upstream task ``task_id`` (None if it returned None)."""
@@ -41,6 +53,22 @@ class TaskContext:
             )
         raw = self._results.get(task_id)
         return None if raw is None else json.loads(raw)
+
+    def variable(self, name: str, default: Any = _MISSING, deserialize_json: bool = False) -> Any:
+        """Variable ``name`` (parsed as JSON with ``deserialize_json``); ``default`` when
+        it exists nowhere, else :class:`CredentialNotFoundError` naming it. A secret
+        value is masked (``***``) in everything this try writes."""
+        try:
+            return read_variable(self.credentials, name, deserialize_json)
+        except LookupError:
+            if default is _MISSING:
+                raise
+            return default
+
+    def connection(self, name: str) -> Connection:
+        """Connection ``name`` (``.host``, ``.login``, ``.password``, ``.port``,
+        ``.schema``, ``.extra``, ``.uri``); its password and extra are masked."""
+        return read_connection(self.credentials, name)
 
     def template_vars(self, timezone: str) -> dict[str, Any]:
         """Variables for shell-task templates; ``ds``/``ts`` are in the DAG's timezone."""
@@ -60,4 +88,5 @@ class TaskContext:
             "try_number": self.try_number,
             "params": self.params,
             "idempotency_key": self.idempotency_key,
+            **template_credentials(self.credentials),
         }

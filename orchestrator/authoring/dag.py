@@ -36,6 +36,7 @@ import networkx as nx
 
 from orchestrator.authoring.alerts import alert_options
 from orchestrator.authoring.http_request import HttpSpecError, http_spec
+from orchestrator.authoring.python_env import function_source, python_env_options
 from orchestrator.authoring.templating import TemplateRenderError, check_template
 from orchestrator.errors import DagDefinitionError
 from orchestrator.scheduling.retry import RetryPolicy
@@ -132,6 +133,7 @@ class Task:
         on_failure: Callable[..., Any] | None = None,
         on_retry: Callable[..., Any] | None = None,
         branch: bool = False,
+        python_env: dict[str, Any] | None = None,
         where: tuple[str | None, int | None] | None = None,
     ) -> None:
         where = where or _caller()
@@ -196,6 +198,12 @@ class Task:
                 check_template(command)
             except TemplateRenderError as exc:
                 raise _fail(f"task {task_id!r}: {exc}", where) from None
+        # @task.virtualenv / @task.external_python: the interpreter it runs in, and the
+        # function's source for it (authoring/python_env.py)
+        self.python_env = python_env
+        self.python_source = (
+            function_source(fn, f"task {task_id!r}", where) if python_env and fn else None
+        )
         self.upstream_ids: set[str] = set()
         self._pending_upstream: list[tuple[str, tuple[str | None, int | None]]] = []
         dag._add(self, where)
@@ -556,3 +564,37 @@ def _branch(fn: Callable[..., Any] | None = None, **options: Any) -> Any:
 
 
 task.branch = _branch  # type: ignore[attr-defined]
+
+
+def _virtualenv(
+    fn: Callable[..., Any] | None = None,
+    *,
+    requirements: Iterable[str] | str | None = None,
+    python: str | None = None,
+    system_site_packages: bool = False,
+    **options: Any,
+) -> Any:
+    """``@task.virtualenv``: run the function in a virtual environment with
+    ``requirements`` installed, built once per requirements set and cached; see
+    :mod:`orchestrator.authoring.python_env`. Takes every task option::
+
+        @task.virtualenv(requirements=["tabulate==0.10.0"], retries=2)
+        def pretty(ctx):
+            import tabulate
+            return tabulate.tabulate(ctx.upstream("load"))
+    """
+    env = python_env_options("virtualenv", requirements, python, system_site_packages, _caller())
+    return _make_task_decorator(None, fn, {**options, "python_env": env})
+
+
+def _external_python(
+    fn: Callable[..., Any] | None = None, *, python: str | None = None, **options: Any
+) -> Any:
+    """``@task.external_python(python="/opt/venvs/x/bin/python")``: run the function with
+    an existing interpreter (its packages, not the worker's)."""
+    env = python_env_options("external_python", None, python, False, _caller())
+    return _make_task_decorator(None, fn, {**options, "python_env": env})
+
+
+task.virtualenv = _virtualenv  # type: ignore[attr-defined]
+task.external_python = _external_python  # type: ignore[attr-defined]

@@ -73,6 +73,7 @@ def serialize_dag(dag: DAG) -> dict[str, Any]:
                 **({"http": t.http} if t.http is not None else {}),
                 # only when set, so a DAG that does not use it keeps its version hash
                 **({"max_lost_tries": t.max_lost_tries} if t.max_lost_tries is not None else {}),
+                **({"python_env": t.python_env} if getattr(t, "python_env", None) else {}),
                 **serialized(t.alerts, t.callbacks),
             }
         )

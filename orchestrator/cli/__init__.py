@@ -25,20 +25,24 @@ from sqlalchemy.exc import DBAPIError
 from orchestrator.cli import (
     alerts,
     backfill,
+    connections,
     dags,
     pools,
     processes,
     runs,
     schedule,
+    secrets,
     status,
     tasks,
     users,
+    variables,
 )
 from orchestrator.cli.common import Parser, dispose_opened, load_settings, make_parents
 from orchestrator.errors import OrchestratorError
 from orchestrator.observability.logging_setup import configure as configure_logging
 
 GROUPS = (processes, dags, runs, tasks, users, status, pools, backfill, schedule, alerts)
+GROUPS += (variables, connections, secrets)  # issue 16
 
 
 def build_parser() -> argparse.ArgumentParser:

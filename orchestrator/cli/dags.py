@@ -1,4 +1,4 @@
-"""``orchestrator dags ...``: list, parse, show, errors, pause, unpause, trigger."""
+"""``orchestrator dags ...``: list, parse, show, errors, pause, unpause, trigger, versions."""
 
 from __future__ import annotations
 
@@ -37,6 +37,9 @@ def register(sub: Any, parents: Parents) -> None:
         default=None,
         help="the run's logical date (DAG timezone unless an offset is given; default: now)",
     )
+    from orchestrator.cli import dag_versions  # issue 17
+
+    dag_versions.register(dags, parents)
     for choice in dags.choices.values():
         choice.set_defaults(handler=cmd_dags)
 
@@ -46,6 +49,10 @@ def cmd_dags(args: argparse.Namespace, settings: Settings) -> int:
 
     store = open_store(settings)
     now = SystemClock().now()
+    if args.action == "versions":
+        from orchestrator.cli.dag_versions import cmd_versions
+
+        return cmd_versions(args, store)
     if args.action == "parse":
         result = DagProcessor(store, settings).scan(now, force=True)
         emit(

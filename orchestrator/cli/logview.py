@@ -13,6 +13,7 @@ or ``\\uNNNN``; invalid UTF-8 is shown as ``\\xNN`` too.
 from __future__ import annotations
 
 import codecs
+import contextlib
 import os
 from typing import BinaryIO
 
@@ -54,12 +55,26 @@ def tail_offset(f: BinaryIO, lines: int) -> int:
     return 0
 
 
-def stream_log(path: str, out: BinaryIO, *, tail: int | None = None, escape: bool = False) -> int:
-    """Copy the log at ``path`` (its last ``tail`` lines) to ``out``; bytes read."""
+def _open(source: str | BinaryIO) -> BinaryIO:
+    """A path is opened; an open file (a ``StoredLogFile``) is used as it is."""
+    if isinstance(source, str):
+        return open(source, "rb")  # noqa: SIM115 - closed by the caller's ``with``
+    return contextlib.nullcontext(source)  # type: ignore[return-value]
+
+
+def stream_log(
+    source: str | BinaryIO, out: BinaryIO, *, tail: int | None = None, escape: bool = False,
+    start: int | None = None,
+) -> int:  # fmt: skip
+    """Copy the log at ``source`` (a path or a binary file; its last ``tail`` lines, or
+    from byte ``start``) to ``out``; returns the bytes read."""
     total = 0
     decoder = codecs.getincrementaldecoder("utf-8")("backslashreplace")
-    with open(path, "rb") as f:
-        f.seek(tail_offset(f, tail) if tail is not None else 0)
+    with _open(source) as f:  # noqa: SIM117
+        if start is not None:
+            f.seek(start)
+        else:
+            f.seek(tail_offset(f, tail) if tail is not None else 0)
         while True:
             data = f.read(CHUNK)
             total += len(data)
@@ -74,8 +89,8 @@ def stream_log(path: str, out: BinaryIO, *, tail: int | None = None, escape: boo
     return total
 
 
-def read_log_text(path: str, *, tail: int | None = None) -> str:
+def read_log_text(source: str | BinaryIO, *, tail: int | None = None) -> str:
     """The log (its last ``tail`` lines) as text, for ``--json``."""
-    with open(path, "rb") as f:
+    with _open(source) as f:
         f.seek(tail_offset(f, tail) if tail is not None else 0)
         return f.read().decode("utf-8", "backslashreplace")

@@ -136,10 +136,12 @@ def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_webserver(args: argparse.Namespace, settings: Settings) -> int:
+    from orchestrator.engine.secrets_chain import check_key
     from orchestrator.engine.services import install_stop_handlers, web_ui
 
     create_app, serve = web_ui().create_app, web_ui("server").serve
     store = open_store(settings)
+    check_key(store, settings)  # a wrong secrets key refuses to start
     stop = threading.Event()
     install_stop_handlers(stop)
     serve(
@@ -147,6 +149,7 @@ def cmd_webserver(args: argparse.Namespace, settings: Settings) -> int:
         settings.web_host,
         settings.web_port,
         stop,
+        threads=settings.web_threads,
         on_ready=lambda url: print(f"web UI at {url}", flush=True),
     )
     return 0

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
-from pathlib import Path
 from typing import Any
 
 from orchestrator.cli.common import (
@@ -15,9 +13,8 @@ from orchestrator.cli.common import (
     parse_json_object,
     whole,
 )
-from orchestrator.cli.logview import read_log_text, stream_log
 from orchestrator.clock import SystemClock
-from orchestrator.errors import NotFoundError
+from orchestrator.errors import OrchestratorError
 from orchestrator.settings import Settings
 
 
@@ -44,6 +41,9 @@ def register(sub: Any, parents: Parents) -> None:
         action="store_true",
         help="print control characters as they are (default on a terminal: shown escaped)",
     )
+    p.add_argument(
+        "--follow", "-f", action="store_true", help="keep printing what a running try writes"
+    )
     p = parents.add(tasks, "clear", "reset a finished task so it runs again", json_output=True)
     p.add_argument("run_id")
     p.add_argument("task_id")
@@ -66,7 +66,11 @@ def cmd_tasks(args: argparse.Namespace, settings: Settings) -> int:
         from orchestrator.engine.tasktest import run_task_test
 
         params = parse_json_object(args.params, "--params")
-        return run_task_test(settings, args.dag_id, args.task_id, args.logical_date, params)
+        try:  # variables and connections from the database, when there is one
+            found = open_store(settings)
+        except OrchestratorError:
+            found = None
+        return run_task_test(settings, args.dag_id, args.task_id, args.logical_date, params, found)
     store = open_store(settings)
     if args.action in ("why", "failed", "retry"):
         return _dead_letters_and_why(args, settings, store)
@@ -81,30 +85,9 @@ def cmd_tasks(args: argparse.Namespace, settings: Settings) -> int:
         )
         return 0
     if args.action == "logs":
-        store.task_instance(args.run_id, args.task_id)
-        tries = store.tries(args.run_id, args.task_id)
-        if not tries:
-            raise NotFoundError(f"task {args.task_id!r} of run {args.run_id!r} has not started yet")
-        chosen = (
-            tries[-1]
-            if args.try_number is None
-            else next((t for t in tries if t.try_number == args.try_number), None)
-        )
-        if chosen is None:
-            raise NotFoundError(
-                f"task {args.task_id!r} has no try {args.try_number} (tries: 1..{tries[-1].try_number})"
-            )
-        path = Path(settings.log_dir) / (chosen.log_path or "")
-        if args.json:
-            text = read_log_text(str(path), tail=args.tail) if path.is_file() else ""
-            emit(args, chosen.to_dict() | {"log": text})
-        elif not path.is_file() or path.stat().st_size == 0:
-            print(f"(no log at {path})")
-        else:  # streamed: a log of any size is printed in constant memory
-            sys.stdout.flush()
-            escape = not args.raw and sys.stdout.isatty()
-            stream_log(str(path), sys.stdout.buffer, tail=args.tail, escape=escape)
-        return 0
+        from orchestrator.cli.task_logs import show_try_log
+
+        return show_try_log(args, settings, store)
     if args.action == "clear":
         cleared = store.clear_task(
             args.run_id,

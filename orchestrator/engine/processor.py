@@ -124,9 +124,7 @@ class DagProcessor:
                 size=size,
                 timeout=self.settings.parse_timeout,
                 root=self.settings.dags_folder,
-                env_policy=EnvPolicy.from_settings(
-                    self.settings.task_env_deny, self.settings.task_env_allow
-                ),
+                env_policy=EnvPolicy.for_settings(self.settings),
             ) as pool:
                 pool.submit(changed)
                 files = self._drain(pool, scan, files, now, stop)

@@ -26,9 +26,11 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from orchestrator.authoring.loader import DagImportError, display_path, load_file, read_source
+from orchestrator.engine.masking import Masker, mask_outcome
 from orchestrator.engine.proctree import become_subreaper, end_descendants
 from orchestrator.engine.taskenv import EnvPolicy
 from orchestrator.engine.tasklog import CappedLog
+from orchestrator.engine.virtualenv_task import run_in_python_env
 
 _PR_SET_PDEATHSIG = 1
 _LOG_FORMAT = logging.Formatter("%(asctime)s %(levelname)s %(message)s")
@@ -172,8 +174,9 @@ def task_child(conn: Connection, env_policy: EnvPolicy | None = None) -> None:
             return
         if job is None:
             return
+        masker = Masker()  # this try's secrets, masked in its log, error and result
         try:
-            outcome = run_try(job, cache)
+            outcome = run_try(job, cache, masker, _asker(conn, job.get("tag"), me))
         except Exception as exc:  # noqa: BLE001 - e.g. the log file cannot be opened
             outcome = {
                 "ok": False,
@@ -182,6 +185,7 @@ def task_child(conn: Connection, env_policy: EnvPolicy | None = None) -> None:
             }
         if os.getpid() != me:  # a forked copy got here: it must not answer
             os._exit(0)
+        outcome = mask_outcome(masker, outcome)
         try:
             conn.send((job.get("tag"), me, outcome))
         except (BrokenPipeError, OSError):
@@ -196,13 +200,27 @@ def _dags_of(path: str, cache: dict[str, tuple[int, dict[str, Any]]]) -> dict[st
     return hit[1]
 
 
-def run_try(job: dict[str, Any], cache: dict[str, tuple[int, dict[str, Any]]]) -> dict[str, Any]:
-    """Run one try described by ``job``; never raises."""
+def _asker(conn: Connection, tag: Any, pid: int) -> Any:
+    from orchestrator.engine.task_secrets import channel_asker
+
+    return channel_asker(conn, tag, pid)
+
+
+def run_try(
+    job: dict[str, Any],
+    cache: dict[str, tuple[int, dict[str, Any]]],
+    masker: Masker | None = None,
+    ask: Any = None,
+) -> dict[str, Any]:
+    """Run one try described by ``job``; never raises. ``ask`` looks variables and
+    connections up (the worker, over the channel); ``masker`` learns their secrets."""
     from orchestrator.authoring.context import TaskContext
     from orchestrator.authoring.templating import render_shell
+    from orchestrator.engine.task_secrets import masked_source
 
     me = os.getpid()
-    logfile = CappedLog(job["log_file"], job.get("max_log_bytes") or _NO_CAP)
+    masker = masker if masker is not None else Masker()
+    logfile = CappedLog(job["log_file"], job.get("max_log_bytes") or _NO_CAP, masker)
     # one logger for every try this child runs (a logger per task would make each
     # setLevel walk all of them), writing to this try's log file only
     logger = logging.getLogger("orchestrator.task")
@@ -226,6 +244,7 @@ def run_try(job: dict[str, Any], cache: dict[str, tuple[int, dict[str, Any]]]) -
         log=logger,
         upstream_ids=tuple(job["upstream"]),
         _results=job["results"],
+        credentials=masked_source(ask, masker) if ask is not None else None,
     )
     logger.info(
         "starting dag_id=%s run_id=%s task_id=%s try=%s",
@@ -269,6 +288,10 @@ def run_try(job: dict[str, Any], cache: dict[str, tuple[int, dict[str, Any]]]) -
                 f"{job['fileloc']} no longer defines task {job['dag_id']}.{job['task_id']}",
                 None,
             )
+        if dag.tasks[job["task_id"]].python_env:  # @task.virtualenv / external_python
+            return run_in_python_env(
+                dag.tasks[job["task_id"]], job, ctx, logfile, logger, _run_command
+            )
         fn = dag.tasks[job["task_id"]].fn
         with contextlib.redirect_stdout(logfile), contextlib.redirect_stderr(logfile):
             try:
@@ -283,7 +306,7 @@ def run_try(job: dict[str, Any], cache: dict[str, tuple[int, dict[str, Any]]]) -
         result = None
         if value is not None:
             try:
-                result = json.dumps(value)
+                result = json.dumps(masker.mask_value(value))
             except (TypeError, ValueError) as exc:
                 return _failure(logger, f"return value is not JSON-serialisable: {exc}", None)
             if len(result.encode()) > job["max_result_bytes"]:

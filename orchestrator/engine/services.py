@@ -21,12 +21,14 @@ from typing import Any
 from orchestrator.clock import Clock, SystemClock
 from orchestrator.engine.processor import DagProcessor
 from orchestrator.engine.scheduler import Scheduler
+from orchestrator.engine.secrets_chain import check_key
 from orchestrator.engine.worker import Worker
 from orchestrator.observability.alerts.delivery import start_alert_thread
 from orchestrator.settings import Settings
 from orchestrator.store import Store
 from orchestrator.store.db import bounded_wait_ended, upgrade
 from orchestrator.store.identity import record_database, refuse_lost_database
+from orchestrator.store.secret_box import box_of
 
 log = logging.getLogger(__name__)
 
@@ -134,6 +136,7 @@ def run_worker(
     """A worker process; on PostgreSQL it wakes on NOTIFY when tasks are released."""
     from orchestrator.engine import wakeup
 
+    check_key(store, settings)  # a wrong secrets key refuses to start
     wake = wakeup.WakeEvent()  # a busy worker waits on it together with its tasks
     notifier = wakeup.Notifier(store.url)
     listener = wakeup.Listener(store.url, {wakeup.TASKS: wake}).start()
@@ -165,6 +168,7 @@ def prepare_database(settings: Settings, *, new_database: bool = False) -> None:
         refuse_lost_database(settings.state_dir, settings.database_url)
     upgrade(settings.database_url)
     record_database(settings.state_dir, settings.database_url, created=new_database)
+    box_of(settings)  # issue 16: the secrets key file, made once (unless a key is set)
 
 
 def standalone(
@@ -185,6 +189,11 @@ def standalone(
     prepare_database(settings, new_database=new_database)
     store = Store(settings.database_url, settings=settings)
     store.db_clock = True
+    try:
+        check_key(store, settings)  # a wrong secrets key refuses to start
+    except Exception:
+        store.dispose()
+        raise
     from orchestrator.engine.wakeup import WakeEvent
 
     sched_wake, worker_wake = threading.Event(), WakeEvent()
@@ -212,7 +221,14 @@ def standalone(
         )
 
     try:
-        serve(app, settings.web_host, settings.web_port, stop, on_ready=ready)
+        serve(
+            app,
+            settings.web_host,
+            settings.web_port,
+            stop,
+            threads=settings.web_threads,
+            on_ready=ready,
+        )
     finally:
         stop.set()
         sched_wake.set()

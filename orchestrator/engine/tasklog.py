@@ -15,21 +15,27 @@ from __future__ import annotations
 import io
 import os
 
+from orchestrator.engine.masking import Masker
+
 
 class CappedLog(io.TextIOBase):
     """A text stream (for ``print``, logging, ``redirect_stdout``) over a capped file.
 
     Writes go straight to the file (one ``write`` system call each, like a line-buffered
-    file): a try killed mid-way loses nothing it wrote before.
+    file): a try killed mid-way loses nothing it wrote before. With a ``masker``, every
+    secret it knows is replaced by ``***`` before the bytes reach the file; the few
+    bytes at the end of a write that may begin a secret wait for the next write.
     """
 
-    def __init__(self, path: str, limit: int) -> None:
+    def __init__(self, path: str, limit: int, masker: Masker | None = None) -> None:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644)
         self.limit = limit
         self.written = 0  # bytes of this try's output written
         self.dropped = 0  # bytes of it dropped past the cap
         self._capped = True
+        self.masker = masker
+        self._held = b""  # the end of the last write, that may begin a secret
 
     # -- the text stream interface ---------------------------------------------------------
     def writable(self) -> bool:
@@ -50,6 +56,7 @@ class CappedLog(io.TextIOBase):
 
     def close(self) -> None:
         if not self.closed:
+            self._release_held()
             os.close(self._fd)
         super().close()
 
@@ -57,6 +64,16 @@ class CappedLog(io.TextIOBase):
     def write_bytes(self, data: bytes) -> None:
         if not data:
             return
+        if self.masker:
+            data = self.masker.mask_bytes(self._held + data)
+            keep = self.masker.held_back(data)
+            self._held = data[len(data) - keep :] if keep else b""
+            data = data[: len(data) - keep]
+            if not data:
+                return
+        self._write_capped(data)
+
+    def _write_capped(self, data: bytes) -> None:
         if not self._capped:
             self._write(data)
             return
@@ -79,12 +96,18 @@ class CappedLog(io.TextIOBase):
 
     def end_of_output(self) -> None:
         """The task is done: say how much was dropped; the runner's last lines go in whole."""
+        self._release_held()
         if self._capped and self.dropped:
             self._write(
                 f"[orchestrator: {self.dropped} bytes of output were dropped "
                 f"(max_log_bytes={self.limit})]\n".encode()
             )
         self._capped = False
+
+    def _release_held(self) -> None:
+        held, self._held = self._held, b""
+        if held:
+            self._write_capped(held)
 
     def _write(self, data: bytes) -> None:
         view = memoryview(data)

@@ -7,19 +7,24 @@ returns None).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
 import subprocess
 import sys
 from datetime import UTC, datetime
+from typing import Any
 from zoneinfo import ZoneInfo
 
 from orchestrator.authoring.context import TaskContext
 from orchestrator.authoring.loader import DagImportError, load_file
 from orchestrator.authoring.templating import render_shell
+from orchestrator.engine.masking import MaskedStream, Masker
 from orchestrator.engine.processor import dag_files
 from orchestrator.engine.runner import _takes_argument
+from orchestrator.engine.secrets_chain import SecretsChain, chain_asker
+from orchestrator.engine.task_secrets import masked_source
 from orchestrator.errors import ConfigError, NotFoundError
 from orchestrator.settings import Settings
 from orchestrator.store.run_rows import make_run_id
@@ -53,7 +58,12 @@ def parse_date(text: str | None, timezone: str) -> datetime:
 
 
 def run_task_test(
-    settings: Settings, dag_id: str, task_id: str, logical_date: str | None, params: dict
+    settings: Settings,
+    dag_id: str,
+    task_id: str,
+    logical_date: str | None,
+    params: dict,
+    store: object | None = None,
 ) -> int:
     dag = find_dag(settings, dag_id)
     if task_id not in dag.tasks:
@@ -66,11 +76,15 @@ def run_task_test(
     logger = logging.getLogger(f"task.{dag_id}.{task_id}")
     logger.setLevel(logging.INFO)
     logger.handlers.clear()
-    handler = logging.StreamHandler(sys.stdout)
+    # what the try writes reaches the terminal masked, as it would reach its log
+    masker = Masker()  # variables and connections come from the environment, store, backend
+    out = MaskedStream(sys.stdout, masker)
+    handler = logging.StreamHandler(out)
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
     logger.addHandler(handler)
     logger.propagate = False
     run_id = make_run_id(dag_id, "test", when)
+    credentials = masked_source(chain_asker(SecretsChain(store, settings)), masker)
     ctx = TaskContext(
         dag_id=dag_id,
         run_id=run_id,
@@ -83,12 +97,38 @@ def run_task_test(
         idempotency_key=idempotency_key(dag_id, run_id, task_id),
         log=logger,
         upstream_ids=tuple(sorted(task.upstream_ids)),
+        credentials=credentials,
     )
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+            return _run(task, ctx, dag, settings, logger, out)
+    finally:
+        out.flush()
+
+
+def _run(
+    task: Any,
+    ctx: TaskContext,
+    dag: Any,
+    settings: Settings,
+    logger: logging.Logger,
+    out: MaskedStream,
+) -> int:
+    """Run the task with its output going to ``out`` (the terminal, masked)."""
+    task_id = task.task_id
     if task.kind == "shell":
         shell = render_shell(task.command, ctx.template_vars(dag.timezone))
         logger.info("command: %s", shell.display)
         env = {**os.environ, **shell.env}
-        code = subprocess.run(["/bin/sh", "-c", shell.script], env=env, check=False).returncode
+        proc = subprocess.Popen(
+            ["/bin/sh", "-c", shell.script], env=env, stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        )  # fmt: skip
+        assert proc.stdout is not None
+        with proc.stdout:
+            for chunk in iter(lambda: proc.stdout.read1(65536), b""):
+                out.write_bytes(chunk)
+        code = proc.wait()
         logger.info("exit status %s", code)
         return 0 if code == 0 else 1
     if task.kind == "http":
@@ -106,10 +146,44 @@ def run_task_test(
             return 1
         print(outcome["result"])
         return 0
+    if task.python_env:  # @task.virtualenv / external_python: in its own interpreter
+        return _test_in_python_env(settings, dag, task, ctx, logger)
     try:
         value = task.fn(ctx) if _takes_argument(task.fn) else task.fn()
     except Exception:
         logger.exception("task %s failed", task_id)
         return 1
     print(json.dumps(value, default=str))
+    return 0
+
+
+class _Terminal:
+    """The try's log of a task test: this process's stdout."""
+
+    def write_bytes(self, data: bytes) -> None:
+        sys.stdout.flush()
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+
+    def end_of_output(self) -> None:
+        sys.stdout.flush()
+
+
+def _test_in_python_env(settings: Settings, dag, task, ctx: TaskContext, logger) -> int:
+    from orchestrator.engine.runner import _run_command
+    from orchestrator.engine.virtualenv_task import run_in_python_env
+
+    job = {
+        "timezone": dag.timezone,
+        "results": {},
+        "env": task.env,
+        "cwd": os.path.dirname(os.path.abspath(dag.fileloc)) if dag.fileloc else None,
+        "venv_cache_dir": settings.venv_cache_dir,
+        "venv_installer": settings.venv_installer,
+        "max_result_bytes": settings.max_result_bytes,
+    }
+    outcome = run_in_python_env(task, job, ctx, _Terminal(), logger, _run_command)
+    if not outcome["ok"]:
+        return 1
+    print(outcome["result"] if outcome["result"] is not None else "null")
     return 0

@@ -27,8 +27,10 @@ from multiprocessing.connection import Connection, wait
 from typing import Any
 
 from orchestrator.clock import Clock
+from orchestrator.engine.logship import LogShipper
 from orchestrator.engine.proctree import kill_tree
 from orchestrator.engine.runner import task_child
+from orchestrator.engine.secrets_chain import SecretsChain, answer_lookup
 from orchestrator.engine.taskenv import EnvPolicy
 from orchestrator.settings import Settings
 from orchestrator.store import Store
@@ -101,7 +103,7 @@ class Worker:
         self.wake = wake or threading.Event()
         self.on_finish = on_finish
         self._ctx = mp_context()
-        self._env_policy = EnvPolicy.from_settings(settings.task_env_deny, settings.task_env_allow)
+        self._env_policy = EnvPolicy.for_settings(settings)
         self._idle: list[_Slot] = []
         self._busy: list[_Slot] = []
         self._last_heartbeat = time.monotonic()
@@ -113,6 +115,9 @@ class Worker:
         self._last_claim = 0.0  # monotonic
         self.released = 0  # downstream tasks this worker queued itself when finishing
         self.ready = threading.Event()  # run_forever: children started, worker registered
+        self._logs = LogShipper(store, settings.max_log_bytes)  # try logs to the store
+        self._last_ship = time.monotonic()
+        self._secrets = SecretsChain(store, settings)  # what tries' lookups read (issue 16)
 
     # -- children --------------------------------------------------------------------------
     def _spawn(self) -> _Slot:
@@ -173,6 +178,8 @@ class Worker:
             except Exception as exc:  # noqa: BLE001 - the database may be down: fence below
                 log.warning("heartbeat failed (%s); will retry", str(exc).splitlines()[0])
         self._self_fence()
+        if time.monotonic() - self._last_ship >= self.settings.log_ship_seconds:
+            self._ship_logs()
         free = self._free_slots()
         if free > 0 and (claim or self._claim_hint):
             if activity:  # time has passed since `now`: stamp the claim with the present
@@ -264,6 +271,8 @@ class Worker:
             "log_file": os.path.join(self.settings.log_dir, claim.log_path),
             "max_result_bytes": self.settings.max_result_bytes,
             "max_log_bytes": self.settings.max_log_bytes,
+            "venv_cache_dir": self.settings.venv_cache_dir,  # @task.virtualenv (issue 16)
+            "venv_installer": self.settings.venv_installer,
             "tag": (claim.ti_id, claim.try_number),
         }
         slot = self._free_slot()
@@ -283,6 +292,7 @@ class Worker:
             slot.timeout = timeout
             slot.conn.send(job)
         self._busy.append(slot)
+        self._logs.start(claim.ti_id, claim.try_number, job["log_file"])
         log.info(
             "started dag_id=%s run_id=%s task_id=%s try=%s",
             claim.dag_id,
@@ -318,6 +328,8 @@ class Worker:
                 message = _NOTHING
             except Exception as exc:  # noqa: BLE001 - garbage on the channel
                 message = exc
+            if answer_lookup(self._secrets, slot.conn, message, (claim.ti_id, claim.try_number)):
+                continue  # the try asked for a variable or connection: it runs on
             self._busy.remove(slot)
             if message is not _NOTHING:
                 outcome = _outcome_of(message, (claim.ti_id, claim.try_number), slot.process.pid)
@@ -391,6 +403,12 @@ class Worker:
         when something is left that it alone decides (a failure, another trigger rule,
         a finished run), so it does not tick once per task.
         """
+        pieces: list | None = None  # the ends of ended tries' logs, for the first commit
+        if self._logs.ended(live := self._live()):
+            if self._outbox and self._outbox[0][1]:  # a success first: its commit carries them
+                pieces = self._logs.prepare(live, ended_only=True)
+            else:
+                self._logs.ship(self.clock.now(), live, ended_only=True)
         recorded = 0
         wake_scheduler = False
         claimed: tuple[list[Claim], datetime] | None = None  # and when they were claimed
@@ -407,14 +425,18 @@ class Worker:
                     if len(batch) == len(self._outbox) and free > 0:
                         claimed_at = self.clock.now()
                         done, claims = self.store.finish_and_claim(
-                            batch, self.id, claimed_at, self.lease, limit=free, queues=self.queues
-                        )
+                            batch, self.id, claimed_at, self.lease, limit=free,
+                            queues=self.queues, log_pieces=pieces or (),
+                        )  # fmt: skip
                         claimed = (claims, claimed_at)
                         self._last_claim = time.monotonic()
                         # a full batch may leave more behind; a short one: nothing else
                         self._claim_hint = len(claims) == free
                     else:
-                        done = self.store.finish_successes(batch)
+                        done = self.store.finish_successes(batch, log_pieces=pieces or ())
+                    if pieces is not None:
+                        self._logs.committed()
+                        pieces = None
                     wake_scheduler = wake_scheduler or any(
                         f.needs_scheduler or not f.recorded for f in done
                     )
@@ -443,6 +465,14 @@ class Worker:
             for c in claimed[0]:
                 self._dispatch(c, claimed[1])
         return recorded
+
+    def _live(self) -> set[tuple[int, int]]:
+        return {(s.claim.ti_id, s.claim.try_number) for s in self._busy if s.claim}
+
+    def _ship_logs(self) -> None:
+        """Ship what the running tries' logs gained since the last time (``logship.py``)."""
+        self._last_ship = time.monotonic()
+        self._logs.ship(self.clock.now(), self._live())
 
     def _free_slots(self) -> int:
         return 0 if self.draining else self.concurrency - len(self._busy)
@@ -547,6 +577,8 @@ class Worker:
                 self.store.hand_back(claim, self.clock.now())
             except Exception:  # noqa: BLE001 - its lease will expire and it will be retried
                 log.exception("could not hand back task_id=%s", claim.task_id)
+        if len(self._logs):
+            self._ship_logs()  # what the handed-back tries wrote
 
     def close(self) -> None:
         """Stop all children. Running tries are abandoned; their leases will expire."""

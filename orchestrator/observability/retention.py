@@ -1,4 +1,5 @@
-"""``orchestrator db clean``: delete old history in batches, log files included.
+"""``orchestrator db clean``: delete old history in batches, try logs included (the
+files in this machine's log folder and the pieces workers shipped to the store).
 
 >>> parse_age("90d"), parse_age("12h")
 (datetime.timedelta(days=90), datetime.timedelta(seconds=43200))
@@ -62,7 +63,7 @@ def clean(
     while True:
         part = store.clean_history(cutoff, batch=batch)
         files += remove_logs(log_dir, part.log_paths)
-        for name in ("runs", "task_instances", "tries", "events", "alerts"):
+        for name in ("runs", "task_instances", "tries", "events", "alerts", "log_chunks"):
             setattr(total, name, getattr(total, name) + getattr(part, name))
         if not part.runs:
             break

@@ -12,12 +12,14 @@ from orchestrator.store.alert_store import AlertStore
 from orchestrator.store.backfill_store import BackfillStore
 from orchestrator.store.claims import ClaimStore
 from orchestrator.store.cluster_store import ClusterStore
+from orchestrator.store.connection_store import ConnectionStore
 from orchestrator.store.dag_store import DagStore
 from orchestrator.store.events import EventStore
 from orchestrator.store.explain_store import ExplainStore
 from orchestrator.store.finish import FinishStore
 from orchestrator.store.handback import HandbackStore
 from orchestrator.store.leader import LeaderStore
+from orchestrator.store.log_store import LogStore
 from orchestrator.store.release import ReleaseStore
 from orchestrator.store.retention_store import RetentionStore
 from orchestrator.store.run_store import RunStore
@@ -25,6 +27,8 @@ from orchestrator.store.task_store import TaskStore
 from orchestrator.store.token_store import TokenStore
 from orchestrator.store.ui_actions import UiActionStore
 from orchestrator.store.user_store import UserStore
+from orchestrator.store.variable_store import VariableStore
+from orchestrator.store.version_store import VersionStore
 
 
 class Store(
@@ -44,6 +48,10 @@ class Store(
     ExplainStore,
     AlertStore,
     RetentionStore,  # observability (issue 6)
+    LogStore,  # try logs shipped to the store (issue 17)
+    VersionStore,  # a DAG's stored versions (issue 17)
+    VariableStore,  # issue 16: variables
+    ConnectionStore,  # issue 16: connections
     TokenStore,  # API tokens (issue 17)
 ):
     """All the transitions and reads, one mixin per concept (one base per line)."""

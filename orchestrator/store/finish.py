@@ -18,7 +18,7 @@ True
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -28,6 +28,7 @@ from orchestrator.authoring.spec import DagSpec
 from orchestrator.states import RunState, TaskState
 from orchestrator.store import models as m
 from orchestrator.store.base import StoreBase, record_event
+from orchestrator.store.log_store import insert_pieces
 from orchestrator.store.records import Claim
 from orchestrator.store.release import release_after_success
 from orchestrator.store.task_store import _stale
@@ -62,16 +63,19 @@ class FinishStore(StoreBase):
         """
         return self.finish_successes([(claim, result, now)])[0].recorded
 
-    def finish_successes(self, items: list[tuple[Claim, str | None, datetime]]) -> list[Finished]:
+    def finish_successes(
+        self, items: list[tuple[Claim, str | None, datetime]], *, log_pieces: Sequence = ()
+    ) -> list[Finished]:
         """Record several successful tries in one transaction (one commit), in order.
 
         Each is fenced on its own: a stale one changes nothing and is logged, the
         others are recorded. All or none are committed. The statements do not grow
         with the batch: one fenced UPDATE ... RETURNING (and one for the tries) per
         distinct result, and each run's downstream tasks decided once, after all of
-        its successes are in.
+        its successes are in. ``log_pieces`` (``log_store.LogPiece``) are the ends of the
+        tries' logs, shipped in the same commit.
         """
-        return self._finish(items, None)[0]
+        return self._finish(items, None, log_pieces)[0]
 
     def finish_and_claim(
         self,
@@ -82,23 +86,27 @@ class FinishStore(StoreBase):
         *,
         limit: int,
         queues: Iterable[str] = ("default",),
+        log_pieces: Sequence = (),
     ) -> tuple[list[Finished], list[Claim]]:
         """``finish_successes``, then ``claim(..., results=True)`` in the same transaction.
 
         A worker's round (record what finished, take what is ready, including what
         those successes just released) costs one commit instead of two.
         """
-        return self._finish(items, (owner, now, now + lease, limit, list(queues)))
+        return self._finish(items, (owner, now, now + lease, limit, list(queues)), log_pieces)
 
     def _finish(
         self,
         items: list[tuple[Claim, str | None, datetime]],
         claim: tuple[str, datetime, datetime, int, list[str]] | None,
+        log_pieces: Sequence = (),
     ) -> tuple[list[Finished], list[Claim]]:
         out, prepared = self._prepare(items)
         claims: list[Claim] = []
-        if prepared or claim:
+        if prepared or claim or log_pieces:
             with self.write() as conn:
+                if log_pieces:  # the tries' logs, in the commit of their outcomes
+                    insert_pieces(conn, log_pieces, claim[1] if claim else items[-1][2])
                 # results just recorded are not read back for the tasks they released
                 known = self._record(conn, prepared, out) if prepared else {}
                 if claim and claim[3] > 0:

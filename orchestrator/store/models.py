@@ -18,6 +18,7 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    LargeBinary,
     MetaData,
     String,
     Table,
@@ -227,6 +228,24 @@ task_tries = Table(
     UniqueConstraint("ti_id", "try_number"),
 )
 
+# -- try logs shipped to the store by the worker that ran the try (migration 0018) ----------
+# the bytes of a try's log file as they were written (secrets already masked), in order:
+# ``seq`` 0, 1, 2... each holding bytes [start_byte, end_byte) of the file; keyed by the task
+# instance id and try number (no foreign key: retention deletes them with their tries)
+log_chunks = Table(
+    "log_chunks",
+    metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("ti_id", Id, nullable=False),
+    Column("try_number", Integer, nullable=False),
+    Column("seq", Integer, nullable=False),
+    Column("start_byte", BigInteger, nullable=False),
+    Column("end_byte", BigInteger, nullable=False),
+    Column("data", LargeBinary, nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    UniqueConstraint("ti_id", "try_number", "seq"),
+)
+
 events = Table(
     "events",
     metadata,
@@ -373,4 +392,34 @@ alert_cursors = Table(
     metadata,
     Column("name", String(50), primary_key=True),
     Column("last_event_id", Id, nullable=False),
+)
+
+# issue 16: variables and connections; secret values are Fernet tokens (store/secret_box.py)
+variables = Table(
+    "variables",
+    metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("key", String(250), nullable=False, unique=True),
+    Column("val", Text, nullable=False),  # the text, or its Fernet token when is_encrypted
+    Column("is_json", Boolean, nullable=False),
+    Column("is_secret", Boolean, nullable=False),  # masked wherever it is read
+    Column("is_encrypted", Boolean, nullable=False),
+    Column("description", Text),
+    Column("updated_at", UTCDateTime, nullable=False),
+)
+
+connections = Table(
+    "connections",
+    metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("conn_id", String(250), nullable=False, unique=True),
+    Column("conn_type", String(500), nullable=False),
+    Column("description", Text),
+    Column("host", String(500)),
+    Column("schema", String(500)),
+    Column("login", Text),
+    Column("password", Text),  # a Fernet token
+    Column("port", Integer),
+    Column("extra", Text),  # a Fernet token of the JSON object
+    Column("updated_at", UTCDateTime, nullable=False),
 )

@@ -292,3 +292,17 @@ class BackfillRecord(Record):
             end_date=row.end_date,
             runs=dict(runs),
         )
+
+
+@dataclass(frozen=True)
+class DagVersionRecord(Record):
+    """One stored version of a DAG (issue 17): numbered 1, 2, ... in the order parsed."""
+
+    dag_id: str
+    number: int
+    hash: str
+    created_at: datetime  # when the DAG processor first stored it
+    source_hash: str | None  # the DAG file's text it was parsed from (dag_sources)
+    source_size: int | None
+    is_current: bool  # the version the scheduler uses now
+    runs: int | None = None  # runs created with this version, when asked for

@@ -26,11 +26,13 @@ class CleanResult:
     tries: int = 0
     events: int = 0
     alerts: int = 0
+    log_chunks: int = 0  # pieces of shipped try logs (issue 17)
     log_paths: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, int]:
         return {"runs": self.runs, "task_instances": self.task_instances, "tries": self.tries,
-                "events": self.events, "alerts": self.alerts, "log_files": len(self.log_paths)}  # fmt: skip
+                "events": self.events, "alerts": self.alerts, "log_files": len(self.log_paths),
+                "log_chunks": self.log_chunks}  # fmt: skip
 
 
 def _old_run(cutoff: datetime):  # noqa: ANN202
@@ -54,6 +56,8 @@ class RetentionStore(StoreBase):
                 runs=n(select(func.count()).where(_old_run(cutoff))),
                 task_instances=n(select(func.count()).select_from(ti).where(ti.c.run_pk.in_(old))),
                 tries=len(paths),
+                log_chunks=n(select(func.count()).select_from(m.log_chunks).where(
+                    m.log_chunks.c.ti_id.in_(select(ti.c.id).where(ti.c.run_pk.in_(old))))),
                 events=n(select(func.count()).select_from(ev).where(_old_events(cutoff, old_ids))),
                 alerts=n(select(func.count()).select_from(m.alerts)
                          .where(m.alerts.c.created_at < cutoff)),
@@ -78,6 +82,9 @@ class RetentionStore(StoreBase):
                                                    tries.c.log_path.is_not(None))
                 ).scalars())  # fmt: skip
                 out.tries = conn.execute(delete(tries).where(tries.c.ti_id.in_(ti_ids))).rowcount
+                out.log_chunks = conn.execute(
+                    delete(m.log_chunks).where(m.log_chunks.c.ti_id.in_(ti_ids))
+                ).rowcount
                 out.task_instances = conn.execute(delete(ti).where(ti.c.run_pk.in_(pks))).rowcount
                 out.events = conn.execute(delete(ev).where(ev.c.run_id.in_(run_ids))).rowcount
                 out.alerts = conn.execute(

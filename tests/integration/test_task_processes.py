@@ -210,7 +210,7 @@ SEEN = ",".join(sorted(k for k in os.environ if k.startswith("ORCHESTRATOR_"))) 
 with DAG("secrets", schedule=None, params={"out": ""}, description=SEEN) as dag:
     @task
     def python_env(ctx):
-        return sorted(k for k in os.environ if k.startswith(("ORCHESTRATOR_", "APP_")))
+        return sorted(k for k in os.environ if k.startswith(("ORCHESTRATOR_", "APP_", "DB_")))
 
     shell_env = dag.shell(
         "shell_env",
@@ -267,17 +267,16 @@ def _run_in_worker_process(settings, out, **env: str) -> str:
     return proc.stdout.split()[-1]
 
 
-def test_by_default_no_orchestrator_variable_reaches_a_task(store, settings, write_dag, tmp_path):
+def test_by_default_only_the_allow_list_reaches_a_task(store, settings, write_dag, tmp_path):
     write_dag("secrets.py", SECRETS_DAG)
     out = tmp_path / "shell_env.txt"
     run_id = _run_in_worker_process(settings, out)
-    # neither the database URL nor the metrics token (nor any other ORCHESTRATOR_*)
-    assert _result(store, run_id, "python_env") == ("success", ["APP_MODE", "APP_SECRET"])
+    # neither the database URL nor the metrics token (nor any other ORCHESTRATOR_*), nor
+    # the worker's other variables (APP_*): only what task_env_allow names
+    assert _result(store, run_id, "python_env") == ("success", [])
     assert store.get_dag("secrets").description == "none"  # nor does a DAG file's import
     # the try's own variables are set by the runner after the filter
     assert out.read_text().split() == [
-        "APP_MODE",
-        "APP_SECRET",
         "GIVEN",
         "ORCHESTRATOR_DAG_ID",
         "ORCHESTRATOR_IDEMPOTENCY_KEY",
@@ -287,7 +286,7 @@ def test_by_default_no_orchestrator_variable_reaches_a_task(store, settings, wri
     ]
 
 
-def test_the_inherited_environment_follows_the_deny_and_allow_settings(
+def test_the_inherited_environment_follows_the_allow_extra_and_deny_settings(
     store, settings, write_dag, tmp_path
 ):
     write_dag("secrets.py", SECRETS_DAG)
@@ -295,10 +294,35 @@ def test_the_inherited_environment_follows_the_deny_and_allow_settings(
         settings,
         tmp_path / "shell_env.txt",
         ORCHESTRATOR_TASK_ENV_DENY="ORCHESTRATOR_*,*_SECRET",
-        ORCHESTRATOR_TASK_ENV_ALLOW="ORCHESTRATOR_REGION",
+        # APP_* loses to the more specific *_SECRET; ORCHESTRATOR_REGION beats ORCHESTRATOR_*
+        ORCHESTRATOR_TASK_ENV_EXTRA="APP_*,ORCHESTRATOR_REGION",
         ORCHESTRATOR_REGION="eu-west-1",
     )
     assert _result(store, run_id, "python_env") == ("success", ["APP_MODE", "ORCHESTRATOR_REGION"])
+    assert store.get_dag("secrets").description == "ORCHESTRATOR_REGION"
+
+
+def test_the_settings_secrets_never_reach_a_task_even_when_allowed(
+    store, settings, write_dag, tmp_path
+):
+    """Allowing everything still withholds the database URL and the metrics token, by
+    name and by value (a copy under another name)."""
+    write_dag("secrets.py", SECRETS_DAG)
+    run_id = _run_in_worker_process(
+        settings,
+        tmp_path / "shell_env.txt",
+        ORCHESTRATOR_TASK_ENV_ALLOW="*",
+        ORCHESTRATOR_TASK_ENV_DENY="",
+        DB_COPY=settings.database_url,
+        DB_TOKEN_COPY="s3cret",  # the metrics token's value
+        DB_OTHER="kept",
+    )
+    state, names = _result(store, run_id, "python_env")
+    assert state == "success"
+    assert "ORCHESTRATOR_DATABASE_URL" not in names
+    assert "ORCHESTRATOR_METRICS_TOKEN" not in names
+    assert "DB_COPY" not in names and "DB_TOKEN_COPY" not in names
+    assert {"APP_MODE", "APP_SECRET", "DB_OTHER", "ORCHESTRATOR_STATE_DIR"} <= set(names)
 
 
 def _dag_file(dag_id: str) -> str:

@@ -68,9 +68,13 @@ def standalone(tmp_path: Path, **env: str) -> Iterator[subprocess.Popen]:
 def test_standalone_runs_the_example_dags_and_serves_the_ui(tmp_path: Path) -> None:
     shutil.copytree(ROOT / "dags", tmp_path / "dags")
     port = free_port()
-    # http_notify calls standalone's own /health
+    # http_notify calls standalone's own /health; its DAG file reads HTTP_NOTIFY_URL, a
+    # variable tasks and DAG files inherit only when the settings allow it
     with standalone(
-        tmp_path, ORCHESTRATOR_WEB_PORT=str(port), HTTP_NOTIFY_URL=f"http://127.0.0.1:{port}/health"
+        tmp_path,
+        ORCHESTRATOR_WEB_PORT=str(port),
+        ORCHESTRATOR_TASK_ENV_EXTRA="HTTP_NOTIFY_URL",
+        HTTP_NOTIFY_URL=f"http://127.0.0.1:{port}/health",
     ) as proc:
         succeeded: set[str] = set()
         deadline = time.monotonic() + 90

@@ -30,6 +30,8 @@ RANK = {
 ALLOWED = {
     # the public names DAG files import: `from orchestrator import DAG, task`
     ("orchestrator", "orchestrator.authoring.dag"),
+    # issue 16: `from orchestrator import Connection` (secrets backends, type hints)
+    ("orchestrator", "orchestrator.authoring.credentials"),
     # `python -m orchestrator` is the CLI
     ("orchestrator.__main__", "orchestrator.cli"),
 }

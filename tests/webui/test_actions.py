@@ -202,6 +202,7 @@ def test_every_get_route_leaves_the_database_unchanged(
     run = worked_run()
     store.record_import_error("/dags/bad.py", "SyntaxError", "TB", START)
     values = {"dag_id": "pipeline", "run_id": run.run_id, "task_id": "extract", "try_number": 1}
+    values |= {"ref": "current", "a": "1", "b": "current"}  # DAG versions (issue 17)
     before = snapshot(store)
     seen = 0
     for rule in app.url_map.iter_rules():

@@ -119,3 +119,69 @@ def test_health_fails_when_no_scheduler_ticks_and_no_worker_heartbeats(settings,
         "last_heartbeat": "2026-01-01T00:00:00+00:00",
     }
     assert body["checks"]["database"]["ok"] is True
+
+
+class _Monotonic:
+    """A fake ``time.monotonic`` for the health module's reuse window."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_health_asks_the_database_once_a_second_and_judges_each_request_by_its_time(
+    settings, store, clock, monkeypatch
+):
+    """Probes in a burst cost one read and one rolled-back write; heartbeats and the lease
+    are still compared with each request's own time, and a new answer comes after the
+    window."""
+    from webui.views import health
+
+    fake = _Monotonic()
+    monkeypatch.setattr(health.time, "monotonic", fake)
+    writes = []
+    real_probe = store.probe_write
+    monkeypatch.setattr(store, "probe_write", lambda: (writes.append(1), real_probe())[1])
+    client = create_app(settings, store, clock=clock).test_client()
+
+    for _ in range(5):
+        assert client.get("/health").status_code == 200
+    assert len(writes) == 1
+
+    clock.set(START + timedelta(seconds=31))  # inside the window: no new read, yet judged now
+    body = client.get("/health").get_json()
+    assert len(writes) == 1
+    assert body["checks"]["workers"]["ok"] is False
+    assert body["checks"]["scheduler"]["ok"] is False
+
+    # the cluster renews its lease and heartbeats; the next answer after the window sees it
+    store.acquire_leadership("scheduler-1", START + timedelta(seconds=31), timedelta(seconds=30))
+    store.register_worker("worker-1", "host", 1, ["default"], START + timedelta(seconds=31))
+    fake.now += health.DB_CHECK_SECONDS
+    response = client.get("/health")
+    assert len(writes) == 2
+    assert response.status_code == 200, response.get_json()
+
+
+def test_health_reports_a_write_refusal_found_by_the_answer_it_reuses(
+    settings, store, clock, monkeypatch
+):
+    from webui.views import health
+
+    fake = _Monotonic()
+    monkeypatch.setattr(health.time, "monotonic", fake)
+
+    def refuse() -> None:
+        raise OSError("attempt to write a readonly database")
+
+    monkeypatch.setattr(store, "probe_write", refuse)
+    client = create_app(settings, store, clock=clock).test_client()
+    for _ in range(2):  # the second request reuses the failed answer: still 503
+        response = client.get("/health")
+        assert response.status_code == 503
+        assert (
+            "refused a write (OSError: attempt to write a readonly database)"
+            in (response.get_json()["checks"]["database"]["message"])
+        )

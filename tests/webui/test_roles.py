@@ -26,12 +26,18 @@ JSON_BODIES = {
     "api_actions.cancel": {},
     "api_actions.clear": {"downstream": False},
     "api_actions.mark": {"state": "success"},
+    "api_credentials.set_variable": {"key": "greeting", "value": "hi"},
+    "api_credentials.delete_variable": {},
+    "api_credentials.save_connection": {"conn_id": "db", "uri": "postgresql://u:p@h/db"},
+    "api_credentials.delete_connection": {},
 }
 FORM_BODIES = {
     "actions.pause": {"paused": "true"},
     "actions.backfill": {"start": "2026-01-01", "end": "2026-01-02"},
     "actions.clear": {"downstream": "true"},
     "actions.mark": {"state": "success"},
+    "credentials.set_variable": {"key": "greeting", "value": "hi"},
+    "credentials.save_connection": {"conn_id": "db", "uri": "postgresql://u:p@h/db"},
 }
 
 
@@ -87,6 +93,7 @@ def test_every_route_with_each_role_through_real_http(
     tokens = _tokens(store)
     app = create_app(settings, store, clock=clock, login_required=True)
     values = {"dag_id": "pipeline", "run_id": run.run_id, "task_id": "load", "try_number": 1}
+    values |= {"ref": "current", "a": "1", "b": "current", "key": "greeting", "conn_id": "db"}
     calls = _calls(app, values)
     assert len(calls) >= 36
     served = refused = 0

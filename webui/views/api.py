@@ -15,7 +15,7 @@ from .. import data, queries
 from ..current import get_settings, get_store, now
 from ..formatting import iso
 from ..inputs import int_arg
-from ..logs import read_log
+from ..logs import read_try_log
 from .events import filters
 from .openapi import document, endpoints_of
 
@@ -120,9 +120,11 @@ def dag_summary(dag_id: str) -> Response:
 @bp.get("/runs/<run_id>")
 def run(run_id: str) -> Response:
     ctx = data.run_facts(get_store(), run_id)  # no graph layout, no Gantt: not returned
+    version = data.run_version(get_store(), ctx["run"])["version"]
     return jsonify(
         ctx["run"].to_dict()
         | {
+            "dag_version": version.number if version else None,
             "task_instances": [t.to_dict() for t in ctx["tis"]],
             "tries": [t.to_dict() for t in ctx["tries"]],
         }
@@ -162,13 +164,16 @@ def task_instance(run_id: str, task_id: str) -> Response:
 
 @bp.get("/runs/<run_id>/tasks/<task_id>/tries/<int:try_number>/log")
 def log(run_id: str, task_id: str, try_number: int) -> Response:
-    tries = {t.try_number: t for t in get_store().tries(run_id, task_id)}
+    store = get_store()
+    tries = {t.try_number: t for t in store.tries(run_id, task_id)}
     if try_number not in tries:
         from orchestrator.errors import NotFoundError
 
-        raise NotFoundError(f"task {task_id!r} of {run_id} has no try {try_number}")
+        store.task_instance(run_id, task_id)  # 404 naming an unknown run or task first
+        started = f"tries 1..{max(tries)}" if tries else "it has not started yet"
+        raise NotFoundError(f"task {task_id!r} of {run_id} has no try {try_number} ({started})")
     t = tries[try_number]
-    chunk = read_log(get_settings().log_dir, t.log_path, int_arg("offset", None))
+    chunk = read_try_log(store, get_settings().log_dir, t, int_arg("offset", None))
     return jsonify(asdict(chunk) | {"state": t.state, "finished": t.end_date is not None})
 
 

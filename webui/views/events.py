@@ -16,7 +16,9 @@ KNOWN_KINDS = (
     "task_dead_lettered", "task_cleared", "task_marked_success", "task_marked_failed",
     "stale_write_rejected", "dag_added", "dag_paused", "dag_unpaused", "dag_removed",
     "schedule_changed", "import_error", "task_lost", "login_failed", "user_added",
-    "user_deleted", "user_password_set", "user_role_set", "token_created", "token_revoked",
+    "user_deleted", "user_password_set",
+    "variable_set", "variable_deleted", "connection_set", "connection_deleted",  # issue 16
+    "user_role_set", "token_created", "token_revoked",  # issue 17: roles and tokens
     "run_cleared", "backfill_created", "backfill_cancelled",
 )  # fmt: skip
 

@@ -1,11 +1,18 @@
 """``GET /health``: 200 when the cluster can do its work, 503 (JSON) saying what is wrong.
 
-Checked on every request: the metadata database answers a read and takes a write (a
-row inserted and rolled back), it is still the database this process opened (a SQLite
-file deleted or replaced under it), the disk of the state folder and of the SQLite
-file has ``health_min_free_mb`` free, a scheduler holds a live leader lease (it
-renews the lease while it ticks, so a stuck or dead scheduler loses it within
-``lease_seconds``), and at least one worker heartbeated within ``lease_seconds``.
+Checked: the metadata database answers a read and takes a write (a row inserted and
+rolled back), it is still the database this process opened (a SQLite file deleted or
+replaced under it), the disk of the state folder and of the SQLite file has
+``health_min_free_mb`` free, a scheduler holds a live leader lease (it renews the
+lease while it ticks, so a stuck or dead scheduler loses it within ``lease_seconds``),
+and at least one worker heartbeated within ``lease_seconds``.
+
+The database is asked at most once every :data:`DB_CHECK_SECONDS` (and by one request
+at a time: the others wait for its answer); requests in between reuse what it found,
+judged against the time of each request. The file's identity and the free space are
+checked on every request (a ``stat`` each). So a load balancer probing many times a
+second costs the database one read and one rolled-back write a second, and a probe
+does not wait for the GIL behind the database round trips of busy page renders.
 
 >>> client.get("/health").get_json()["status"]       # doctest: +SKIP
 'ok'
@@ -16,10 +23,13 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import threading
+import time
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from flask import Blueprint, jsonify
+from flask import Blueprint, current_app, jsonify
 from werkzeug.wrappers import Response
 
 from orchestrator.store.identity import sqlite_path
@@ -30,6 +40,48 @@ from ..queries import health_facts
 log = logging.getLogger(__name__)
 
 bp = Blueprint("health", __name__)
+
+DB_CHECK_SECONDS = 1.0  # the longest a database answer is reused
+
+
+@dataclass(frozen=True)
+class _DatabaseAnswer:
+    facts: Any  # HealthFacts, or None when the read failed
+    read_error: str | None
+    write_error: str | None
+    asked_at: float  # time.monotonic()
+
+
+class _DatabaseCheck:
+    """The last database answer of one app, renewed by one request at a time."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._answer: _DatabaseAnswer | None = None
+
+    def answer(self, store: Any) -> _DatabaseAnswer:
+        with self._lock:
+            last = self._answer
+            if last is not None and time.monotonic() - last.asked_at < DB_CHECK_SECONDS:
+                return last
+            self._answer = _ask_database(store)
+            return self._answer
+
+
+def _ask_database(store: Any) -> _DatabaseAnswer:
+    facts, read_error, write_error = None, None, None
+    try:
+        facts = health_facts(store)
+    except Exception as exc:  # noqa: BLE001 - any failure means "not healthy"
+        log.warning("health check: the metadata database did not answer", exc_info=True)
+        read_error = f"the metadata database did not answer ({_describe(exc)})"
+    if facts is not None:
+        try:
+            store.probe_write()
+        except Exception as exc:  # noqa: BLE001
+            log.warning("health check: the metadata database refused a write", exc_info=True)
+            write_error = f"the metadata database refused a write ({_describe(exc)})"
+    return _DatabaseAnswer(facts, read_error, write_error, time.monotonic())
 
 
 @bp.get("/health")
@@ -43,19 +95,13 @@ def health() -> tuple[Response, int]:
         problems.append(message)
 
     lease = timedelta(seconds=settings.lease_seconds)
-    facts = None
-    try:
-        facts = health_facts(store, alive_since=at - lease)
-    except Exception as exc:  # noqa: BLE001 - any failure means "not healthy"
-        log.warning("health check: the metadata database did not answer", exc_info=True)
-        fail("database", f"the metadata database did not answer ({_describe(exc)})")
-    if facts is not None:
-        try:
-            store.probe_write()
-            checks["database"] = {"ok": True}
-        except Exception as exc:  # noqa: BLE001
-            log.warning("health check: the metadata database refused a write", exc_info=True)
-            fail("database", f"the metadata database refused a write ({_describe(exc)})")
+    check = current_app.extensions.setdefault("orchestrator_health", _DatabaseCheck())
+    answer = check.answer(store)  # judged against this request's time below
+    facts = answer.facts
+    if answer.read_error or answer.write_error:
+        fail("database", answer.read_error or answer.write_error)
+    else:
+        checks["database"] = {"ok": True}
 
     problem = store.identity_problem()
     if problem is not None:
@@ -83,8 +129,9 @@ def health() -> tuple[Response, int]:
                 leader=facts.leader,
             )
         last = facts.last_worker_heartbeat.isoformat() if facts.last_worker_heartbeat else None
-        if facts.workers_alive:
-            checks["workers"] = {"ok": True, "alive": facts.workers_alive, "last_heartbeat": last}
+        alive = facts.workers_alive(since=at - lease)
+        if alive:
+            checks["workers"] = {"ok": True, "alive": alive, "last_heartbeat": last}
         else:
             fail(
                 "workers",

@@ -20,6 +20,10 @@ ROUTES: list[tuple[str, str, str, tuple[str, ...], dict[str, str]]] = [
     ("get", "/runs/{run_id}/tasks/{task_id}/tries/{try_number}/log", "A try's log (tail, or from offset)", ("offset",), {}),
     ("get", "/events", "The event log, newest first", ("dag_id", "run_id", "kind", "actor", "before", "limit"), {}),
     ("get", "/import-errors", "DAG files that failed to import", (), {}),
+    # issue 17: DAG versions (ref: a version number, 'current' or a hash prefix)
+    ("get", "/dags/{dag_id}/versions", "A DAG's stored versions, oldest first", (), {}),
+    ("get", "/dags/{dag_id}/versions/{ref}", "One version: its file and what changed from the one before", (), {}),
+    ("get", "/dags/{dag_id}/versions/{a}/diff/{b}", "What changed from version a to b: definition and file diff", (), {}),
     ("get", "/csrf", "This session's CSRF token for POST requests", (), {}),
     ("get", "/me", "The caller: user, role, and whether a token or a session speaks", (), {}),
     ("get", "/users", "Users, their roles and tokens (no secrets); admin", (), {}),
@@ -29,6 +33,13 @@ ROUTES: list[tuple[str, str, str, tuple[str, ...], dict[str, str]]] = [
     ("post", "/runs/{run_id}/cancel", "Cancel a run", (), {}),
     ("post", "/runs/{run_id}/tasks/{task_id}/clear", "Clear a task", (), {"downstream": "boolean"}),
     ("post", "/runs/{run_id}/tasks/{task_id}/mark", "Mark a task success or failed", (), {"state": "string"}),
+    # issue 16: variables and connections (secrets as ***)
+    ("get", "/variables", "Variables; secret values as ***", (), {}),
+    ("post", "/variables", "Set a variable", (), {"key": "string", "value": "string", "is_json": "boolean", "description": "string", "is_secret": "boolean"}),
+    ("post", "/variables/{key}/delete", "Delete a variable", (), {}),
+    ("get", "/connections", "Connections; passwords and extras as ***", (), {}),
+    ("post", "/connections", "Add (or with replace, save over) a connection from uri or fields", (), {"conn_id": "string", "uri": "string", "conn_type": "string", "host": "string", "login": "string", "password": "string", "port": "integer", "schema": "string", "extra": "object", "description": "string", "replace": "boolean"}),
+    ("post", "/connections/{conn_id}/delete", "Delete a connection", (), {}),
 ]  # fmt: skip
 
 # JSON body fields that must be present (webui.inputs.json_body refuses a body without)
@@ -36,6 +47,8 @@ REQUIRED: dict[str, list[str]] = {
     "/dags/{dag_id}/pause": ["paused"],
     "/dags/{dag_id}/backfill": ["start", "end"],
     "/runs/{run_id}/tasks/{task_id}/mark": ["state"],
+    "/variables": ["key", "value"],
+    "/connections": ["conn_id"],
 }
 
 ERROR = {

@@ -1,4 +1,5 @@
-"""Sending one alert: webhook (HTTP POST of JSON), email (SMTP), Python callback.
+"""Sending one alert: webhook (HTTP POST of JSON, or of its rendered body template),
+Slack (an incoming-webhook message), email (SMTP), Python callback.
 
 Each ``send_*`` raises :class:`DeliveryError` on failure; the delivery loop retries.
 Callbacks run in a child process that imports the DAG file, never in the scheduler.
@@ -15,6 +16,8 @@ from email.message import EmailMessage
 from multiprocessing.connection import Connection
 from typing import Any
 
+from orchestrator.authoring.alert_body import render_body
+from orchestrator.observability.alerts.slack import slack_message
 from orchestrator.settings import Settings
 
 
@@ -26,8 +29,17 @@ class DeliveryError(Exception):
         self.retry = retry
 
 
-def send_webhook(url: str, payload: dict[str, Any], timeout: float) -> None:
-    body = json.dumps(payload).encode()
+def send_webhook(
+    url: str, payload: dict[str, Any], timeout: float, template: str | None = None
+) -> None:
+    """POST ``payload`` as JSON, or the ``template`` rendered with it (alert_body.py)."""
+    if template is None:
+        body = json.dumps(payload).encode()
+    else:
+        try:
+            body = render_body(template, payload).encode()
+        except ValueError as exc:
+            raise DeliveryError(f"POST {url}: {exc}", retry=False) from None
     request = urllib.request.Request(
         url, data=body, method="POST",
         headers={"Content-Type": "application/json", "User-Agent": "orchestrator-alerts/1"},
@@ -60,11 +72,16 @@ def send_email(to: list[str], payload: dict[str, Any], settings: Settings) -> No
         raise DeliveryError(f"SMTP {settings.smtp_host}:{settings.smtp_port}: {exc}") from None
 
 
-def callback_child(target: list[str], payload: dict[str, Any], conn: Connection) -> None:
-    """In a child process: import the DAG file and call the declared hook."""
+def callback_child(
+    target: list[str], payload: dict[str, Any], conn: Connection, env_policy: Any = None
+) -> None:
+    """In a child process: import the DAG file and call the declared hook, with the
+    environment a task gets (task_env_allow: the settings' secrets withheld)."""
     from orchestrator.engine.runner import _child_setup
 
     _child_setup()
+    if env_policy is not None:
+        env_policy.apply_to_this_process()
     fileloc, dag_id, task_id, hook = target
     try:
         from orchestrator.authoring.loader import load_file
@@ -80,12 +97,16 @@ def callback_child(target: list[str], payload: dict[str, Any], conn: Connection)
     conn.close()
 
 
-def send_callback(target: list[str], payload: dict[str, Any], timeout: float) -> None:
+def send_callback(
+    target: list[str], payload: dict[str, Any], timeout: float, env_policy: Any = None
+) -> None:
     from orchestrator.engine.worker import mp_context
 
     ctx = mp_context()
     parent, child = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=callback_child, args=(target, payload, child), daemon=True)
+    proc = ctx.Process(
+        target=callback_child, args=(target, payload, child, env_policy), daemon=True
+    )
     proc.start()
     child.close()
     try:
@@ -106,10 +127,15 @@ def send_callback(target: list[str], payload: dict[str, Any], timeout: float) ->
 def send(notifier: dict[str, Any], payload: dict[str, Any], settings: Settings) -> None:
     kind, target = notifier["kind"], notifier["target"]
     if kind == "webhook":
-        send_webhook(target[0], payload, settings.alert_timeout)
+        send_webhook(target[0], payload, settings.alert_timeout, notifier.get("body"))
+    elif kind == "slack":
+        send_webhook(target[0], slack_message(payload), settings.alert_timeout)
     elif kind == "email":
         send_email(list(target), payload, settings)
     elif kind == "callback":
-        send_callback(list(target), payload, max(settings.alert_timeout, 30.0))
+        from orchestrator.engine.taskenv import EnvPolicy
+
+        policy = EnvPolicy.for_settings(settings)
+        send_callback(list(target), payload, max(settings.alert_timeout, 30.0), policy)
     else:
         raise DeliveryError(f"unknown notifier {kind!r}", retry=False)

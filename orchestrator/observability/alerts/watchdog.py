@@ -34,12 +34,15 @@ DUPLICATE_LOOKBACK = timedelta(days=7)
 
 
 def settings_notifiers(settings: Settings) -> list[dict[str, Any]]:
-    """Notifiers declared for every DAG in the settings (alert_webhook, alert_email)."""
+    """Notifiers declared for every DAG in the settings (alert_webhook, alert_email,
+    alert_slack)."""
     out = []
     if getattr(settings, "alert_webhook", None):
         out.append(am.parse_notifier(settings.alert_webhook))
     if getattr(settings, "alert_email", None):
         out.append(am.parse_notifier(am.email(settings.alert_email.split(","))))
+    if getattr(settings, "alert_slack", None):
+        out.append(am.parse_notifier(am.slack(settings.alert_slack)))
     return out
 
 

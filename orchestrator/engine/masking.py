@@ -1,0 +1,154 @@
+"""Replacing secret values with ``***`` in what a try writes and reports.
+
+A try's :class:`Masker` learns every secret the try reads (a variable that is secret,
+a connection's password and extra) and masks them in its log (through
+:class:`~orchestrator.engine.tasklog.CappedLog`), its error text and its result. Each
+secret is also masked in the spellings it commonly takes when printed: percent-encoded
+(as in a connection's URI), JSON- and ``repr``-escaped. Values shorter than
+:data:`MIN_LENGTH` characters are not masked (they would mask every ``a`` or ``10``
+of a log); see docs/secrets.md.
+
+>>> m = Masker(); m.add("s3cret!")
+>>> m.mask("password=s3cret! url=pg://u:s3cret%21@h")
+'password=*** url=pg://u:***@h'
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+from typing import Any
+from urllib.parse import quote, quote_plus
+
+MASK = "***"
+MIN_LENGTH = 4
+
+
+class Masker:
+    def __init__(self) -> None:
+        self._secrets: set[str] = set()
+        self._text: re.Pattern[str] | None = None
+        self._bytes: re.Pattern[bytes] | None = None
+        self._encoded: list[bytes] = []
+        self._by_first: dict[int, list[bytes]] = {}  # the secrets, by their first byte
+        self.longest = 0  # bytes of the longest secret
+
+    def __bool__(self) -> bool:
+        return bool(self._secrets)
+
+    def add(self, value: str | None) -> None:
+        if not isinstance(value, str) or len(value.strip()) < MIN_LENGTH:
+            return
+        spellings = {
+            value,
+            quote(value, safe=""),
+            quote(value),
+            quote_plus(value),
+            json.dumps(value)[1:-1],
+            repr(value)[1:-1],
+        }
+        spellings |= {line for line in value.splitlines() if len(line.strip()) >= MIN_LENGTH}
+        new = spellings - self._secrets
+        if not new:
+            return
+        self._secrets |= new
+        ordered = sorted(self._secrets, key=len, reverse=True)
+        self._text = re.compile("|".join(re.escape(s) for s in ordered))
+        self._encoded = [s.encode("utf-8", "surrogateescape") for s in ordered]
+        self._bytes = re.compile(b"|".join(re.escape(s) for s in self._encoded))
+        self.longest = len(self._encoded[0])
+        self._by_first = {}
+        for s in self._encoded:
+            self._by_first.setdefault(s[0], []).append(s)
+
+    def mask(self, text: str) -> str:
+        if self._text is None or not isinstance(text, str):
+            return text
+        return self._text.sub(MASK, text)
+
+    def mask_bytes(self, data: bytes) -> bytes:
+        if self._bytes is None:
+            return data
+        return self._bytes.sub(MASK.encode(), data)
+
+    def held_back(self, data: bytes) -> int:
+        """How many bytes at the end of ``data`` may be the start of a secret that the
+        next write completes (so they wait for it)."""
+        low = max(0, len(data) - self.longest + 1)
+        starts = []  # where a secret could begin in the last longest-1 bytes
+        for first in self._by_first:
+            at = data.find(first, low)
+            while at >= 0:
+                starts.append(at)
+                at = data.find(first, at + 1)
+        for at in sorted(starts):  # the earliest start holds back the most
+            tail = data[at:]
+            if any(len(s) > len(tail) and s.startswith(tail) for s in self._by_first[data[at]]):
+                return len(data) - at
+        return 0
+
+    def mask_value(self, value: Any) -> Any:
+        """``value`` (a JSON value) with every secret masked in its strings."""
+        if not self:
+            return value
+        if isinstance(value, str):
+            return self.mask(value)
+        if isinstance(value, dict):
+            return {self.mask_value(k): self.mask_value(v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [self.mask_value(v) for v in value]
+        return value
+
+
+def mask_outcome(masker: Masker, outcome: dict[str, Any]) -> dict[str, Any]:
+    """A try's outcome with its error text and its result (JSON text, whatever kind of
+    task made it: an HTTP task's answer may echo a secret) masked."""
+    if not masker:
+        return outcome
+    out = dict(outcome)
+    if isinstance(out.get("error"), str):
+        out["error"] = masker.mask(out["error"])
+    result = out.get("result")
+    if isinstance(result, str):
+        masked = masker.mask(result)  # JSON-escaped spellings are masked too
+        if masked != result:
+            try:
+                json.loads(masked)
+            except ValueError:  # a secret that spanned JSON syntax: mask the value
+                masked = json.dumps(masker.mask_value(json.loads(result)))
+        out["result"] = masked
+    return out
+
+
+class MaskedStream(io.TextIOBase):
+    """A text stream that masks what it writes to ``out`` (``tasks test`` prints a
+    try's output to the terminal through one). Like :class:`CappedLog`, it holds back
+    the end of a write that may begin a secret until the next write or ``flush``."""
+
+    def __init__(self, out: Any, masker: Masker) -> None:
+        self.out = out
+        self.masker = masker
+        self._held = b""
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, s: str) -> int:
+        self.write_bytes(s.encode("utf-8", "surrogateescape"))
+        return len(s)
+
+    def write_bytes(self, data: bytes) -> None:
+        if self.masker:
+            data = self.masker.mask_bytes(self._held + data)
+            keep = self.masker.held_back(data)
+            self._held = data[len(data) - keep :] if keep else b""
+            data = data[: len(data) - keep]
+        if data:
+            self.out.write(data.decode("utf-8", "replace"))
+
+    def flush(self) -> None:
+        held, self._held = self._held, b""
+        if held:
+            self.out.write(held.decode("utf-8", "replace"))
+        self.out.flush()

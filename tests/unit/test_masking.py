@@ -1,0 +1,91 @@
+"""Masking secrets in a try's log (CappedLog), its error text and its result."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from orchestrator.engine.masking import Masker, mask_outcome
+from orchestrator.engine.tasklog import CappedLog
+
+SECRET = "s3cr3t-Valu3"
+
+
+def _log(tmp_path, masker, chunks, limit=1 << 30) -> str:
+    path = tmp_path / "t" / "1.log"
+    log = CappedLog(str(path), limit, masker)
+    for chunk in chunks:
+        log.write_bytes(chunk)
+    log.end_of_output()
+    log.write("after the end " + SECRET + "\n")  # the runner's own closing lines
+    log.close()
+    return path.read_text()
+
+
+def test_a_secret_split_across_writes_is_masked(tmp_path):
+    masker = Masker()
+    masker.add(SECRET)
+    data = f"a {SECRET} b {SECRET}".encode()
+    text = _log(tmp_path, masker, [data[i : i + 1] for i in range(len(data))])
+    assert text == "a *** b ***after the end ***\n"
+
+
+@given(st.lists(st.integers(0, 60), max_size=6), st.sampled_from(["x", "s3c", "", "\n"]))
+def test_any_split_masks_every_occurrence(tmp_path_factory, cuts, filler):
+    masker = Masker()
+    masker.add(SECRET)
+    masker.add("another-one")
+    data = f"{filler}{SECRET}{filler}another-one{SECRET[:5]}{filler}".encode()
+    points = sorted({min(c, len(data)) for c in cuts})
+    chunks = [data[a:b] for a, b in zip([0, *points], [*points, len(data)], strict=True)]
+    text = _log(tmp_path_factory.mktemp("m"), masker, chunks)
+    assert SECRET not in text and "another-one" not in text
+    assert text.startswith(f"{filler}***{filler}***{SECRET[:5]}{filler}")
+
+
+def test_spellings_and_short_values(tmp_path):
+    masker = Masker()
+    masker.add("p@ss word/1")
+    masker.add("ab")  # too short to mask
+    out = masker.mask('url=pg://u:p%40ss%20word%2F1@h json="p@ss word/1" ab')
+    assert out == 'url=pg://u:***@h json="***" ab'
+    assert masker.mask_value({"k": ["x p@ss word/1"], "p@ss word/1": 1}) == {
+        "k": ["x ***"],
+        "***": 1,
+    }
+    assert mask_outcome(masker, {"ok": False, "error": "bad p@ss word/1"})["error"] == "bad ***"
+
+
+def test_without_secrets_bytes_pass_untouched(tmp_path):
+    path = tmp_path / "1.log"
+    log = CappedLog(str(path), 1 << 30, Masker())
+    log.write_bytes(b"abc")
+    log.write_bytes(b"\xff\xfe")
+    log.close()
+    assert path.read_bytes() == b"abc\xff\xfe"
+
+
+def test_what_task_processes_import_stays_light():
+    """Lookups and masking add no database or crypto import to task processes (a try's
+    first second goes to the task, not to importing SQLAlchemy)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, orchestrator.engine.runner, orchestrator.engine.task_secrets, "
+        "orchestrator.authoring.context; "
+        "print(sorted(m for m in ('sqlalchemy', 'cryptography') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_a_result_is_masked_as_json_text_and_stays_json():
+    import json
+
+    masker = Masker()
+    masker.add('quo"te-secret')
+    masker.add('", "')  # a "secret" that spans JSON syntax: masked in the values instead
+    result = json.dumps({"a": 'x quo"te-secret', "b": ["ok"]})
+    masked = mask_outcome(masker, {"ok": True, "result": result})["result"]
+    assert json.loads(masked) == {"a": "x ***", "b": ["ok"]}
