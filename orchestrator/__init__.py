@@ -21,6 +21,7 @@ _ASSET_NAMES = ("Asset", "AssetAll", "AssetAny", "AssetOrTimeSchedule")  # via a
 __all__ += list(_ASSET_NAMES)
 # issue 14: task groups and task controls
 __all__ += ["TaskGroup", "task_group", "Skip", "Fail"]
+__all__ += ["Client", "ClientError"]  # issue 17: the API client
 
 
 def __getattr__(name: str) -> Any:  # imported lazily so store-only processes stay light
@@ -44,4 +45,8 @@ def __getattr__(name: str) -> Any:  # imported lazily so store-only processes st
         from orchestrator.errors import OrchestratorError
 
         return OrchestratorError
+    if name in ("Client", "ClientError"):  # issue 17: the API client
+        from orchestrator import client
+
+        return getattr(client, name)
     raise AttributeError(name)

@@ -26,6 +26,7 @@ from . import formatting, render
 from .current import CLOCK_KEY, LAYOUTS_KEY, SETTINGS_KEY, STORE_KEY
 from .data import GRID_RUNS
 from .layouts import Layouts
+from .roles import current_role, may
 from .secret import load_or_create_secret
 from .security import (
     SessionInterface,
@@ -93,15 +94,29 @@ def create_app(
     app.add_template_global(formatting.duration, "duration")
     app.add_template_global(csrf_token, "csrf_token")
     app.add_template_global(current_user, "current_user")
+    app.add_template_global(may, "may")
+    app.add_template_global(current_role, "current_role")
     app.add_template_global(render.grid_rows, "grid_rows")
     app.add_template_global(render.task_href, "task_href")
     app.add_template_global(render.task_rows, "task_rows")
     app.add_template_global(render.gantt_rows, "gantt_rows")
     app.add_template_global(GRID_RUNS, "grid_runs_max")
 
-    from .views import actions, api, api_actions, auth, dags, events, health, metrics, runs
+    from .views import (
+        actions,
+        api,
+        api_actions,
+        api_users,
+        auth,
+        dags,
+        events,
+        health,
+        metrics,
+        runs,
+    )
 
-    for module in (dags, runs, events, actions, auth, api, api_actions, health, metrics):
+    views = (dags, runs, events, actions, auth, api, api_actions, api_users, health, metrics)
+    for module in views:
         app.register_blueprint(module.bp)
     from .views import versions  # issue 17: DAG versions, pages and API
 

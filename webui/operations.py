@@ -25,23 +25,39 @@ def actor(channel: str, user: str | None, address: str | None) -> str:
 
 
 def trigger(
-    store: Store, dag_id: str, conf: dict[str, Any], now: datetime, who: str | None = None
+    store: Store,
+    dag_id: str,
+    conf: dict[str, Any],
+    now: datetime,
+    who: str | None = None,
+    *,
+    logical_date: datetime | None = None,
 ) -> tuple[str, str]:
-    """(run_id, message) of a new manual run with ``conf``, asked for by ``who``."""
-    run = store.trigger_run(dag_id, now, conf=conf, triggered_by=who)
+    """(run_id, message) of a new manual run with ``conf`` (at ``logical_date``, now
+    by default), asked for by ``who``."""
+    run = store.trigger_run(dag_id, now, conf=conf, logical_date=logical_date, triggered_by=who)
     # names only: values can be large, and the message is flashed into the session cookie
     shown = f"params {', '.join(conf)}" if conf else "default params"
     return run.run_id, f"Triggered {run.run_id} with {shown}."
 
 
-def set_paused(store: Store, dag_id: str, paused: bool, now: datetime) -> str:
-    changed = store.set_paused(dag_id, paused, now)
+def set_paused(
+    store: Store, dag_id: str, paused: bool, now: datetime, who: str | None = None
+) -> str:
+    changed = store.set_paused(dag_id, paused, now, who=who)
     word = "paused" if paused else "unpaused"
     return f"{dag_id} {word}." if changed else f"{dag_id} was {word} already."
 
 
-def clear(store: Store, run_id: str, task_id: str, downstream: bool, now: datetime) -> str:
-    cleared = store.clear_task(run_id, task_id, now, downstream=downstream)
+def clear(
+    store: Store,
+    run_id: str,
+    task_id: str,
+    downstream: bool,
+    now: datetime,
+    who: str | None = None,
+) -> str:
+    cleared = store.clear_task(run_id, task_id, now, downstream=downstream, who=who)
     if not cleared:
         raise StateError(f"{task_id} is not finished, so there is nothing to clear")
     return f"Cleared {', '.join(cleared)} in {run_id}; they will run again."
@@ -56,7 +72,7 @@ def mark(
 
 def cancel(store: Store, run_id: str, now: datetime, who: str | None) -> str:
     reason = f"cancelled by {who}" if who else "cancelled by a user"
-    if not store.cancel_run(run_id, now, reason):
+    if not store.cancel_run(run_id, now, reason, who=who):
         raise StateError(f"{run_id} is already finished")
     return f"Cancelled {run_id}."
 

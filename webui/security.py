@@ -19,6 +19,15 @@ In this order (each refusal happens before the view runs, so it changes nothing)
   every route except ``/health``, ``/login`` and static files needs a signed-in session.
 - CSRF: one random token per session, sent back in a hidden ``csrf_token`` field or
   an ``X-CSRF-Token`` header; every non-GET request without the right one is 400.
+- Role: the caller's role must reach the route's entry in ``webui.roles.ROUTE_ROLES``
+  (403 otherwise, and for a route without an entry).
+
+A request with ``Authorization: Bearer <token>`` (an API token, see
+``orchestrator.store.token_store``) skips the cross-site, session, login and CSRF
+steps: a token is no ambient credential a browser sends on its own, so another site
+cannot make a browser use it. It acts with the token's role and no more, whatever
+the session cookie or loopback would allow; a token that is unknown, malformed,
+expired or revoked is 401 with the reason, on every route.
 
 >>> app.before_request(check_request)     # doctest: +SKIP
 """
@@ -38,6 +47,7 @@ from flask.sessions import SecureCookieSessionInterface
 from orchestrator.settings import Settings
 
 from .current import get_settings, get_store, now
+from .roles import Principal, principal, refusal, set_principal
 
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 PUBLIC_ENDPOINTS = frozenset({"health.health", "auth.login", "static"})
@@ -208,23 +218,63 @@ def cross_site_reason() -> str | None:
     return None
 
 
-def _check_session() -> None:
-    """End a signed-in session whose user logged out, changed password, went or idled."""
+def _check_session() -> str | None:
+    """End a signed-in session whose user logged out, changed password, went or idled;
+    the role of a session that goes on (None without one)."""
     user = session.get("user")
     if user is None:
-        return
-    version = get_store().session_version(user)
+        return None
+    found = get_store().session_of(user)
     at = int(now().timestamp())
     idle = at - int(session.get("seen", 0))
-    if version is None or version != session.get("sv") or idle > _idle_seconds():
+    if found is None or found[0] != session.get("sv") or idle > _idle_seconds():
         session.clear()
-        return
+        return None
     if idle >= _SEEN_EVERY:
         session["seen"] = at
+    return found[1]
 
 
 def _idle_seconds() -> float:
     return get_settings().web_session_idle_seconds
+
+
+def _bearer() -> str | None:
+    """The token of an ``Authorization: Bearer`` header (scheme in any case), or None."""
+    scheme, _, value = request.headers.get("Authorization", "").partition(" ")
+    return value.strip() if scheme.lower() == "bearer" else None
+
+
+def _unauthorized(detail: str) -> Any:
+    body = {"status": 401, "title": "Unauthorized", "detail": detail}
+    # RFC 6750: the reason travels in the header too
+    quoted = detail.replace("\\", "").replace('"', "'")
+    challenge = f'Bearer error="invalid_token", error_description="{quoted}"'
+    return jsonify(body), 401, {"WWW-Authenticate": challenge}
+
+
+def _forbidden(detail: str) -> Any:
+    if request.path.startswith("/api/") or _bearer() is not None:
+        return jsonify({"status": 403, "title": "Forbidden", "detail": detail}), 403
+    abort(403, detail)
+
+
+def _check_token(token: str) -> Any:
+    auth = get_store().authenticate_token(token, now())
+    if auth.refused is not None:
+        return _unauthorized(auth.refused)
+    set_principal(Principal(auth.username, auth.role or "viewer", "token", auth.actor))
+    reason = refusal(request.endpoint)
+    return _forbidden(reason) if reason else None
+
+
+def current_actor(channel: str) -> str:
+    """Who the current request acts as, for the runs and events it makes (``web:ada``,
+    ``api:ada/token:ci``, ``web:anonymous@127.0.0.1``)."""
+    who = principal()
+    if who is None:
+        return f"{channel}:anonymous@{request.remote_addr or 'unknown'}"
+    return who.actor(channel)
 
 
 def check_request() -> Any:
@@ -233,16 +283,19 @@ def check_request() -> Any:
     where = _has_nul()
     if where:
         abort(400, f"a NUL character in {where} is not allowed")
+    token = _bearer()
+    if token is not None and not (request.endpoint == "metrics.metrics" and _scraper_token_ok()):
+        return _check_token(token)
     unsafe = request.method not in SAFE_METHODS
     if unsafe:
         reason = cross_site_reason()
         if reason:
             abort(403, f"cross-site request refused: {reason}")
-    _check_session()
-    needs_login = (
-        current_app.config.get("LOGIN_REQUIRED") and request.endpoint not in PUBLIC_ENDPOINTS
-    )
-    if needs_login and request.endpoint == "metrics.metrics" and _scraper_token_ok():
+    role = _check_session()
+    login_required = current_app.config.get("LOGIN_REQUIRED")
+    needs_login = login_required and request.endpoint not in PUBLIC_ENDPOINTS
+    scraper = request.endpoint == "metrics.metrics" and _scraper_token_ok()
+    if needs_login and scraper:
         needs_login = False
     if needs_login and not current_user():
         if request.path.startswith("/api/"):
@@ -254,4 +307,11 @@ def check_request() -> Any:
         expected = session.get("csrf") or ""
         if not expected or not hmac.compare_digest(sent.encode(), expected.encode()):
             abort(400, "missing or wrong CSRF token: reload the page and try again")
-    return None
+    if role is not None:
+        set_principal(Principal(current_user(), role, "session"))
+    elif not login_required:
+        set_principal(Principal(None, "admin", "loopback"))  # nobody to ask on loopback
+    if scraper:
+        return None
+    reason = refusal(request.endpoint)
+    return _forbidden(reason) if reason else None

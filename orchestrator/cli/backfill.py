@@ -190,7 +190,7 @@ def _action(args: argparse.Namespace, store: Any, now: Any) -> int:
         )
     bid = int(args.backfill_id)
     if args.dag_id == "cancel":
-        n = store.cancel_backfill(bid, now)
+        n = store.cancel_backfill(bid, now, who=cli_actor())
         record = store.get_backfill(bid)
         print(f"backfill {bid} is {record.state}: {n} queued run(s) cancelled; running runs finish")
         return 0

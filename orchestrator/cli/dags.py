@@ -134,7 +134,7 @@ def cmd_dags(args: argparse.Namespace, settings: Settings) -> int:
             )
         return 0
     if args.action in ("pause", "unpause"):
-        changed = store.set_paused(args.dag_id, args.action == "pause", now)
+        changed = store.set_paused(args.dag_id, args.action == "pause", now, who=cli_actor())
         print(
             f"DAG {args.dag_id} {'paused' if args.action == 'pause' else 'unpaused'}"
             + ("" if changed else " (it already was)")

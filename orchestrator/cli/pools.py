@@ -5,7 +5,15 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from orchestrator.cli.common import MAX_INT, Parents, emit, open_store, pool_name, whole
+from orchestrator.cli.common import (
+    MAX_INT,
+    Parents,
+    cli_actor,
+    emit,
+    open_store,
+    pool_name,
+    whole,
+)
 from orchestrator.clock import SystemClock
 from orchestrator.settings import Settings
 
@@ -38,9 +46,9 @@ def cmd_pools(args: argparse.Namespace, settings: Settings) -> int:
         emit(args, pools, pools, ("name", "slots", "used", "running", "queued", "description"))
         return 0
     if args.action == "set":
-        store.set_pool(args.name, args.slots, now, args.description)
+        store.set_pool(args.name, args.slots, now, args.description, who=cli_actor())
         print(f"pool {args.name} has {args.slots} slot(s)")
         return 0
-    store.delete_pool(args.name, now)
+    store.delete_pool(args.name, now, who=cli_actor())
     print(f"pool {args.name} deleted")
     return 0

@@ -5,7 +5,14 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from orchestrator.cli.common import Parents, emit, open_store, parse_json_object, whole
+from orchestrator.cli.common import (
+    Parents,
+    cli_actor,
+    emit,
+    open_store,
+    parse_json_object,
+    whole,
+)
 from orchestrator.clock import SystemClock
 from orchestrator.errors import OrchestratorError
 from orchestrator.settings import Settings
@@ -83,7 +90,11 @@ def cmd_tasks(args: argparse.Namespace, settings: Settings) -> int:
         return show_try_log(args, settings, store)
     if args.action == "clear":
         cleared = store.clear_task(
-            args.run_id, args.task_id, SystemClock().now(), downstream=args.downstream
+            args.run_id,
+            args.task_id,
+            SystemClock().now(),
+            downstream=args.downstream,
+            who=cli_actor(),
         )
         if args.json:
             emit(args, {"run_id": args.run_id, "cleared": cleared})
@@ -139,6 +150,6 @@ def _dead_letters_and_why(args: argparse.Namespace, settings: Settings, store: A
             ("dag_id", "run_id", "task_id", "try_number", "end_date", "last_error"),
         )
         return 0
-    reset = store.retry_dead_letter(args.run_id, args.task_id, now)
+    reset = store.retry_dead_letter(args.run_id, args.task_id, now, who=cli_actor())
     print(f"retrying {args.task_id} in {args.run_id}; reset {', '.join(reset)}")
     return 0

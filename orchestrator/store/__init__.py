@@ -27,6 +27,7 @@ from orchestrator.store.run_store import RunStore
 from orchestrator.store.run_timeout import RunTimeoutStore
 from orchestrator.store.task_outcomes import TaskOutcomeStore
 from orchestrator.store.task_store import TaskStore
+from orchestrator.store.token_store import TokenStore
 from orchestrator.store.ui_actions import UiActionStore
 from orchestrator.store.user_store import UserStore
 from orchestrator.store.variable_store import VariableStore
@@ -57,6 +58,7 @@ class Store(
     AssetStore,  # assets and asset events (issue 15)
     TaskOutcomeStore,  # Skip / Fail (issue 14)
     RunTimeoutStore,  # dagrun_timeout (issue 14)
+    TokenStore,  # API tokens (issue 17)
 ):
     """All the transitions and reads, one mixin per concept (one base per line)."""
 

@@ -32,7 +32,15 @@ r = m.dag_runs
 
 
 def clear_run_in(
-    conn: Connection, spec: DagSpec, run_pk: int, run_id: str, now: datetime, why: str, **extra
+    conn: Connection,
+    spec: DagSpec,
+    run_pk: int,
+    run_id: str,
+    now: datetime,
+    why: str,
+    *,
+    actor: str | None = None,
+    **extra,
 ) -> bool:
     """Reset a finished run and all its task instances, so it runs again (queued)."""
     ti = m.task_instances
@@ -67,7 +75,7 @@ def clear_run_in(
                 lost_tries=0,
             )
         )
-    record_event(conn, now, "run_cleared", why, dag_id=spec.dag_id, run_id=run_id)
+    record_event(conn, now, "run_cleared", why, dag_id=spec.dag_id, run_id=run_id, actor=actor)
     return True
 
 
@@ -138,7 +146,16 @@ class BackfillStore(StoreBase):
                             f"cleared by backfill {bid} ({'reset' if reset else 'rerun failed'})"
                             + by_whom
                         )
-                        ok = clear_run_in(conn, spec, old.id, old.run_id, now, why, backfill_id=bid)
+                        ok = clear_run_in(
+                            conn,
+                            spec,
+                            old.id,
+                            old.run_id,
+                            now,
+                            why,
+                            actor=triggered_by,
+                            backfill_id=bid,
+                        )
                         counts["cleared" if ok else "kept"] += 1
                     else:
                         counts["kept"] += 1
@@ -165,6 +182,7 @@ class BackfillStore(StoreBase):
                 f"to {end.isoformat()}: {counts['created']} created, {counts['cleared']} "
                 f"cleared, {counts['kept']} existing left alone{by_whom}",
                 dag_id=dag_id,
+                actor=triggered_by,
             )
         return self.get_backfill(bid), counts
 
@@ -192,7 +210,7 @@ class BackfillStore(StoreBase):
             ids = conn.execute(q).scalars().all()
         return [self.get_backfill(i) for i in ids]
 
-    def cancel_backfill(self, backfill_id: int, now: datetime) -> int:
+    def cancel_backfill(self, backfill_id: int, now: datetime, *, who: str | None = None) -> int:
         """Cancel a backfill: its queued runs are cancelled, running ones finish.
 
         Returns how many runs were cancelled; raises NotFoundError for an unknown id.
@@ -213,13 +231,17 @@ class BackfillStore(StoreBase):
                 )
             ).all()
             why = f"backfill {backfill_id} cancelled"
-            n = sum(cancel_run_in(conn, x.id, backfill.dag_id, x.run_id, now, why) for x in queued)
+            n = sum(
+                cancel_run_in(conn, x.id, backfill.dag_id, x.run_id, now, why, actor=who)
+                for x in queued
+            )
             record_event(
                 conn,
                 now,
                 "backfill_cancelled",
                 f"{why}: {n} queued run(s) cancelled",
                 dag_id=backfill.dag_id,
+                actor=who,
             )
         return n
 

@@ -120,7 +120,10 @@ def record_event(
     run_id: str | None = None,
     task_id: str | None = None,
     try_number: int | None = None,
+    actor: str | None = None,
 ) -> None:
+    """One event; ``actor`` is who asked for it (None: the scheduler's or a worker's
+    own decision)."""
     conn.execute(
         insert(m.events).values(
             at=at,
@@ -130,6 +133,7 @@ def record_event(
             run_id=run_id,
             task_id=task_id,
             try_number=try_number,
+            actor=actor[:250] if actor else None,
         )
     )
 

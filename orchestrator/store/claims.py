@@ -222,7 +222,13 @@ class ClaimStore(StoreBase):
 
     # -- pools ---------------------------------------------------------------------------
     def set_pool(
-        self, name: str, slots: int, now: datetime, description: str | None = None
+        self,
+        name: str,
+        slots: int,
+        now: datetime,
+        description: str | None = None,
+        *,
+        who: str | None = None,
     ) -> None:
         """Create a pool or change its size (``orchestrator pools set NAME SLOTS``).
 
@@ -247,13 +253,15 @@ class ClaimStore(StoreBase):
                         name=name, slots=slots, description=description, updated_at=now
                     )
                 )
-            record_event(conn, now, "pool_set", f"pool {name} has {slots} slot(s)")
+            record_event(conn, now, "pool_set", f"pool {name} has {slots} slot(s)", actor=who)
 
-    def delete_pool(self, name: str, now: datetime) -> None:
+    def delete_pool(self, name: str, now: datetime, *, who: str | None = None) -> None:
         with self.write() as conn:
             if not conn.execute(delete(m.pools).where(m.pools.c.name == name)).rowcount:
                 raise NotFoundError(f"no pool named {name!r}")
-            record_event(conn, now, "pool_deleted", f"pool {name} deleted: its tasks wait")
+            record_event(
+                conn, now, "pool_deleted", f"pool {name} deleted: its tasks wait", actor=who
+            )
 
     def pools(self) -> list[PoolRecord]:
         """Every pool with the slots its running tasks hold, and tasks waiting for it."""

@@ -313,8 +313,10 @@ class DagStore(StoreBase):
         dag = self.get_dag(dag_id)
         return self.spec(dag_id, dag.version_hash)
 
-    def set_paused(self, dag_id: str, paused: bool, now: datetime) -> bool:
-        """Pause or unpause; returns False if it already was."""
+    def set_paused(
+        self, dag_id: str, paused: bool, now: datetime, *, who: str | None = None
+    ) -> bool:
+        """Pause or unpause, asked by ``who``; returns False if it already was."""
         self.get_dag(dag_id)
         with self.write() as conn:
             done = conn.execute(
@@ -324,7 +326,9 @@ class DagStore(StoreBase):
             ).rowcount
             if done:
                 kind = "dag_paused" if paused else "dag_unpaused"
-                record_event(conn, now, kind, "paused" if paused else "unpaused", dag_id=dag_id)
+                word = "paused" if paused else "unpaused"
+                by = f" by {who}" if who else ""
+                record_event(conn, now, kind, word + by, dag_id=dag_id, actor=who)
                 if not paused and self.current_spec(dag_id).misfire == "skip":  # issue 15
                     self.skip_queued_asset_events(conn, dag_id, now)  # type: ignore[attr-defined]
         return bool(done)

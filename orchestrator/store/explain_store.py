@@ -130,7 +130,9 @@ class ExplainStore(StoreBase):
             rows = conn.execute(q.order_by(ti.c.end_date.desc(), ti.c.id.desc()).limit(limit))
             return [TaskInstanceRecord.from_row(row) for row in rows]
 
-    def retry_dead_letter(self, run_id: str, task_id: str, now: datetime) -> list[str]:
+    def retry_dead_letter(
+        self, run_id: str, task_id: str, now: datetime, *, who: str | None = None
+    ) -> list[str]:
         """Give a dead-lettered task one more set of tries (its ``retries + 1``).
 
         Compare-and-set failed -> scheduled; the downstream tasks it failed
@@ -174,5 +176,6 @@ class ExplainStore(StoreBase):
             record_event(conn, now, "task_retried",
                          f"dead letter given {spec.tasks[task_id].max_tries} more tries; "
                          f"reset {', '.join(cleared)}",
-                         dag_id=run.dag_id, run_id=run_id, task_id=task_id)  # fmt: skip
+                         dag_id=run.dag_id, run_id=run_id, task_id=task_id,
+                         actor=who)  # fmt: skip
         return cleared

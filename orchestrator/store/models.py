@@ -273,6 +273,10 @@ events = Table(
     Column("try_number", Integer),
     Column("message", Text, nullable=False),
     Index(None, "dag_id", "id"),
+    # who did it: "web:ada", "api:ada/token:ci", "cli:root@host"; NULL for the
+    # scheduler's and workers' own decisions (migration 0019)
+    Column("actor", String(250)),
+    Index(None, "actor", "id"),
 )
 
 scheduler_lease = Table(
@@ -328,6 +332,25 @@ users = Table(
     Column("created_at", UTCDateTime, nullable=False),
     # copied into each signed-in session; moved on by logout, password change (0009)
     Column("session_version", Integer, nullable=False, server_default="0"),
+    # viewer, operator or admin (migration 0019; logins from before it are admins)
+    Column("role", String(20), nullable=False, server_default="admin"),
+)
+
+# API tokens "orc_<token_id>_<secret>": looked up by id, the secret kept as its sha256
+# (migration 0019)
+api_tokens = Table(
+    "api_tokens",
+    metadata,
+    Column("token_id", String(16), primary_key=True),
+    Column("user_id", Id, ForeignKey("users.id", ondelete="CASCADE"), nullable=False),
+    Column("name", String(100), nullable=False),
+    Column("role", String(20), nullable=False),
+    Column("secret_hash", String(64), nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("expires_at", UTCDateTime),
+    Column("last_used_at", UTCDateTime),
+    Column("revoked_at", UTCDateTime),
+    UniqueConstraint("user_id", "name"),
 )
 
 # wrong web UI logins, counted per user name and per client address (migration 0009)

@@ -227,6 +227,8 @@ class EventRecord(Record):
     task_id: str | None
     try_number: int | None
     message: str
+    # who asked: "web:ada", "api:ada/token:ci", "cli:root@host"; None: the system
+    actor: str | None = None
 
 
 @dataclass(frozen=True)

@@ -267,7 +267,14 @@ def overlap_plan(policy: str, max_active: int, runs: list) -> tuple[list, list]:
 
 
 def cancel_run_in(
-    conn: Connection, run_pk: int, dag_id: str, run_id: str, now: datetime, why: str
+    conn: Connection,
+    run_pk: int,
+    dag_id: str,
+    run_id: str,
+    now: datetime,
+    why: str,
+    *,
+    actor: str | None = None,
 ) -> bool:
     """Cancel an active run and its unfinished tasks and running tries; False if over."""
     tries = m.task_tries
@@ -289,7 +296,7 @@ def cancel_run_in(
         .where(ti.c.run_pk == run_pk, ti.c.state.in_(list(TASK_UNFINISHED)))
         .values(state=TaskState.CANCELLED, end_date=now, lease_expires_at=None)
     )
-    record_event(conn, now, "run_cancelled", why, dag_id=dag_id, run_id=run_id)
+    record_event(conn, now, "run_cancelled", why, dag_id=dag_id, run_id=run_id, actor=actor)
     log.info("run cancelled dag_id=%s run_id=%s: %s", dag_id, run_id, why)
     return True
 

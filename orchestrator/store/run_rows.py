@@ -128,6 +128,7 @@ def insert_runs(
                 "run_id": created[pk],
                 "task_id": None,
                 "try_number": None,
+                "actor": triggered_by[:250] if triggered_by else None,
             }
             for pk in order
         ],

@@ -169,16 +169,23 @@ class RunStore(StoreBase):
                 queued += started.tasks_queued
         return Started(run_ids, queued)
 
-    def cancel_run(self, run_id: str, now: datetime, reason: str = "cancelled by a user") -> bool:
+    def cancel_run(
+        self,
+        run_id: str,
+        now: datetime,
+        reason: str = "cancelled by a user",
+        *,
+        who: str | None = None,
+    ) -> bool:
         """Cancel a queued or running run and its unfinished tasks; False if already over.
 
         Running tries are closed as ``cancelled``; their workers find out at their next
         heartbeat (the lease is no longer theirs), kill the task, and any late report
-        is fenced out.
+        is fenced out. ``who`` asked (the event's actor).
         """
         run = self.get_run(run_id)
         with self.write() as conn:
-            return cancel_run_in(conn, run.id, run.dag_id, run.run_id, now, reason)
+            return cancel_run_in(conn, run.id, run.dag_id, run.run_id, now, reason, actor=who)
 
     def finish_runs(self, now: datetime, run_pks: list[int] | None = None) -> list[tuple[str, str]]:
         """Finish running runs whose task instances are all finished: (run_id, state)

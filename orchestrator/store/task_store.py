@@ -298,9 +298,16 @@ class TaskStore(StoreBase):
 
     # -- users ---------------------------------------------------------------------------
     def clear_task(
-        self, run_id: str, task_id: str, now: datetime, *, downstream: bool = False
+        self,
+        run_id: str,
+        task_id: str,
+        now: datetime,
+        *,
+        downstream: bool = False,
+        who: str | None = None,
     ) -> list[str]:
-        """Reset a finished task (and optionally its downstream) so it runs again."""
+        """Reset a finished task (and optionally its downstream) so it runs again;
+        ``who`` asked (the event's actor)."""
         run = self.get_run(run_id)  # type: ignore[attr-defined]
         spec = self.spec(run.dag_id, run.version_hash)  # type: ignore[attr-defined]
         if task_id not in spec.tasks:
@@ -343,10 +350,11 @@ class TaskStore(StoreBase):
                     conn,
                     now,
                     "task_cleared",
-                    f"cleared {', '.join(cleared)}",
+                    f"cleared {', '.join(cleared)}" + (f" by {who}" if who else ""),
                     dag_id=run.dag_id,
                     run_id=run_id,
                     task_id=task_id,
+                    actor=who,
                 )
         return cleared
 

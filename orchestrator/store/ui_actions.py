@@ -80,5 +80,6 @@ class UiActionStore(StoreBase):
                 dag_id=run.dag_id,
                 run_id=run_id,
                 task_id=task_id,
+                actor=who,
             )
         return str(row.state)

@@ -23,6 +23,7 @@ from sqlalchemy.exc import IntegrityError
 from werkzeug.security import check_password_hash, generate_password_hash
 
 from orchestrator.errors import ConfigError, NotFoundError
+from orchestrator.roles import check_role
 from orchestrator.store import models as m
 from orchestrator.store.base import StoreBase, record_event
 
@@ -49,9 +50,20 @@ def _check_new(username: str, password: str) -> None:
 
 
 class UserStore(StoreBase):
-    def add_user(self, username: str, password: str, now: datetime) -> None:
-        """Create a login; ConfigError if the name is taken or the password too short."""
+    def add_user(
+        self,
+        username: str,
+        password: str,
+        now: datetime,
+        *,
+        role: str = "admin",
+        who: str | None = None,
+    ) -> None:
+        """Create a login with ``role``; ConfigError if the name is taken, the password
+        too short or the role unknown. (``role`` defaults to admin, what every login
+        could do before roles; ``orchestrator users add`` defaults to viewer.)"""
         _check_new(username, password)
+        check_role(role)
         try:
             with self.write() as conn:
                 conn.execute(
@@ -59,13 +71,49 @@ class UserStore(StoreBase):
                         username=username,
                         password_hash=generate_password_hash(password),
                         created_at=now,
+                        role=role,
                     )
                 )
-                record_event(conn, now, "user_added", f"web UI user {username} added")
+                record_event(
+                    conn, now, "user_added", f"web UI user {username} added as {role}", actor=who
+                )
         except IntegrityError:
             raise ConfigError(f"user {username!r} exists already") from None
 
-    def set_password(self, username: str, password: str, now: datetime) -> None:
+    def set_role(self, username: str, role: str, now: datetime, *, who: str | None = None) -> str:
+        """Give ``username`` another role; returns the one it had. Its tokens keep
+        theirs but never act above the user's role (see :meth:`TokenStore.authenticate`)."""
+        check_role(role)
+        with self.write() as conn:
+            was = conn.execute(
+                select(m.users.c.role).where(m.users.c.username == username)
+            ).scalar_one_or_none()
+            if was is None:
+                raise NotFoundError(f"no user {username!r}")
+            conn.execute(update(m.users).where(m.users.c.username == username).values(role=role))
+            record_event(conn, now, "user_role_set", f"{username} is {role} (was {was})", actor=who)
+        return str(was)
+
+    def user_role(self, username: str) -> str | None:
+        """The role of ``username``; None if no such user."""
+        with self.read() as conn:
+            return conn.execute(
+                select(m.users.c.role).where(m.users.c.username == username)
+            ).scalar_one_or_none()
+
+    def session_of(self, username: str) -> tuple[int, str] | None:
+        """(session_version, role) of ``username`` in one read; None if no such user."""
+        with self.read() as conn:
+            row = conn.execute(
+                select(m.users.c.session_version, m.users.c.role).where(
+                    m.users.c.username == username
+                )
+            ).first()
+        return None if row is None else (row.session_version, row.role)
+
+    def set_password(
+        self, username: str, password: str, now: datetime, *, who: str | None = None
+    ) -> None:
         _check_new(username, password)
         with self.write() as conn:
             done = conn.execute(
@@ -83,15 +131,19 @@ class UserStore(StoreBase):
                 now,
                 "user_password_set",
                 f"password of {username} changed; their sessions were ended",
+                actor=who,
             )
 
-    def delete_user(self, username: str, now: datetime) -> None:
-        """Remove a login; its sessions stop working at once. NotFoundError if unknown."""
+    def delete_user(self, username: str, now: datetime, *, who: str | None = None) -> None:
+        """Remove a login and its API tokens; its sessions stop working at once.
+        NotFoundError if unknown."""
         with self.write() as conn:
+            user_id = select(m.users.c.id).where(m.users.c.username == username)
+            conn.execute(delete(m.api_tokens).where(m.api_tokens.c.user_id.in_(user_id)))
             done = conn.execute(delete(m.users).where(m.users.c.username == username)).rowcount
             if not done:
                 raise NotFoundError(f"no user {username!r}")
-            record_event(conn, now, "user_deleted", f"web UI user {username} deleted")
+            record_event(conn, now, "user_deleted", f"web UI user {username} deleted", actor=who)
 
     def session_version(self, username: str) -> int | None:
         """The version a session of ``username`` must carry; None if no such user."""
@@ -168,3 +220,10 @@ class UserStore(StoreBase):
                 select(m.users.c.username, m.users.c.created_at).order_by(m.users.c.username)
             ).all()
         return [(r.username, r.created_at) for r in rows]
+
+    def list_user_roles(self) -> list[tuple[str, str, datetime]]:
+        """(username, role, created_at) of every login, by name."""
+        u = m.users.c
+        with self.read() as conn:
+            rows = conn.execute(select(u.username, u.role, u.created_at).order_by(u.username))
+            return [(r.username, r.role, r.created_at) for r in rows]

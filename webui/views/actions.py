@@ -18,7 +18,7 @@ from .. import operations as ops
 from ..current import get_store, now
 from ..inputs import form_choice
 from ..params_form import parse_params
-from ..security import current_user
+from ..security import current_actor
 
 bp = Blueprint("actions", __name__)
 
@@ -49,7 +49,7 @@ def _ti_url(run_id: str, task_id: str) -> str:
 
 
 def _who() -> str:
-    return ops.actor("web", current_user(), request.remote_addr)
+    return current_actor("web")
 
 
 @bp.post("/dags/<dag_id>/trigger")
@@ -70,7 +70,7 @@ def pause(dag_id: str) -> Response:
     paused = form_choice("paused", TRUE_FALSE) == "true"
     back = request.form.get("back") == "list"
     target = url_for("pages.dag_list") if back else _dag_url(dag_id)
-    return _do(lambda: ops.set_paused(get_store(), dag_id, paused, now()), target)
+    return _do(lambda: ops.set_paused(get_store(), dag_id, paused, now(), _who()), target)
 
 
 @bp.post("/dags/<dag_id>/backfill")
@@ -87,7 +87,7 @@ def backfill(dag_id: str) -> Response:
 @bp.post("/runs/<run_id>/cancel")
 def cancel(run_id: str) -> Response:
     return _do(
-        lambda: ops.cancel(get_store(), run_id, now(), current_user()),
+        lambda: ops.cancel(get_store(), run_id, now(), _who()),
         url_for("runs.run_detail", run_id=run_id),
     )
 
@@ -96,7 +96,7 @@ def cancel(run_id: str) -> Response:
 def clear(run_id: str, task_id: str) -> Response:
     downstream = form_choice("downstream", TRUE_FALSE, default="false") == "true"
     return _do(
-        lambda: ops.clear(get_store(), run_id, task_id, downstream, now()),
+        lambda: ops.clear(get_store(), run_id, task_id, downstream, now(), _who()),
         _ti_url(run_id, task_id),
     )
 
@@ -105,6 +105,6 @@ def clear(run_id: str, task_id: str) -> Response:
 def mark(run_id: str, task_id: str) -> Response:
     state = request.form.get("state", "")
     return _do(
-        lambda: ops.mark(get_store(), run_id, task_id, state, now(), current_user()),
+        lambda: ops.mark(get_store(), run_id, task_id, state, now(), _who()),
         _ti_url(run_id, task_id),
     )

@@ -6,7 +6,7 @@ from dataclasses import asdict
 from datetime import timedelta
 from typing import Any
 
-from flask import Blueprint, jsonify, request
+from flask import Blueprint, current_app, jsonify, request
 from werkzeug.wrappers import Response
 
 from orchestrator.store.records import DagRecord
@@ -17,7 +17,7 @@ from ..formatting import iso
 from ..inputs import int_arg
 from ..logs import read_try_log
 from .events import filters
-from .openapi import document
+from .openapi import document, endpoints_of
 
 bp = Blueprint("api", __name__, url_prefix="/api/v1")
 
@@ -47,7 +47,7 @@ def _limit(default: int = 50) -> int:
 
 @bp.get("/openapi.json")
 def openapi() -> Response:
-    return jsonify(document())
+    return jsonify(document(endpoints_of(current_app.url_map)))
 
 
 @bp.get("/dags")

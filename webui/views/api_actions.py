@@ -8,7 +8,9 @@ be a JSON object with exactly the documented fields and types (see
 
 from __future__ import annotations
 
-from flask import Blueprint, jsonify, request
+from datetime import UTC, datetime
+
+from flask import Blueprint, jsonify
 from werkzeug.wrappers import Response
 
 from orchestrator.errors import ConfigError
@@ -16,7 +18,7 @@ from orchestrator.errors import ConfigError
 from .. import operations as ops
 from ..current import get_store, now
 from ..inputs import json_body
-from ..security import csrf_token, current_user
+from ..security import csrf_token, current_actor
 
 bp = Blueprint("api_actions", __name__, url_prefix="/api/v1")
 
@@ -27,12 +29,30 @@ def csrf() -> Response:
 
 
 def _who() -> str:
-    return ops.actor("api", current_user(), request.remote_addr)
+    return current_actor("api")
+
+
+def _logical_date(text: str | None) -> datetime | None:
+    """An ISO 8601 time with its offset (``2026-01-31T02:00:00+00:00``), or None."""
+    if text is None:
+        return None
+    try:
+        when = datetime.fromisoformat(text)
+    except ValueError:
+        raise ConfigError(
+            f"logical_date: expected an ISO 8601 time like 2026-01-31T02:00:00+00:00, "
+            f"got {text[:60]!r}"
+        ) from None
+    if when.tzinfo is None:
+        raise ConfigError(f"logical_date {text[:60]!r}: give its UTC offset (+00:00 or Z)")
+    return when.astimezone(UTC)
 
 
 @bp.post("/dags/<dag_id>/runs")
 def trigger(dag_id: str) -> tuple[Response, int]:
-    conf = json_body({"conf": dict}).get("conf", {})
+    body = json_body({"conf": dict, "logical_date": str})
+    conf = body.get("conf", {})
+    when = _logical_date(body.get("logical_date"))
     store = get_store()
     declared = store.current_spec(dag_id).params
     unknown = sorted(set(conf) - set(declared))
@@ -41,14 +61,14 @@ def trigger(dag_id: str) -> tuple[Response, int]:
         raise ConfigError(
             f"conf: unknown params {shown} (declared: {', '.join(declared) or 'none'})"
         )
-    run_id, message = ops.trigger(store, dag_id, conf, now(), _who())
+    run_id, message = ops.trigger(store, dag_id, conf, now(), _who(), logical_date=when)
     return jsonify({"run_id": run_id, "message": message}), 201
 
 
 @bp.post("/dags/<dag_id>/pause")
 def pause(dag_id: str) -> Response:
     paused = json_body({"paused": bool}, required=("paused",))["paused"]
-    return jsonify({"message": ops.set_paused(get_store(), dag_id, paused, now())})
+    return jsonify({"message": ops.set_paused(get_store(), dag_id, paused, now(), _who())})
 
 
 @bp.post("/dags/<dag_id>/backfill")
@@ -61,18 +81,16 @@ def backfill(dag_id: str) -> Response:
 @bp.post("/runs/<run_id>/cancel")
 def cancel(run_id: str) -> Response:
     json_body({})
-    return jsonify({"message": ops.cancel(get_store(), run_id, now(), current_user())})
+    return jsonify({"message": ops.cancel(get_store(), run_id, now(), _who())})
 
 
 @bp.post("/runs/<run_id>/tasks/<task_id>/clear")
 def clear(run_id: str, task_id: str) -> Response:
     downstream = json_body({"downstream": bool}).get("downstream", False)
-    return jsonify({"message": ops.clear(get_store(), run_id, task_id, downstream, now())})
+    return jsonify({"message": ops.clear(get_store(), run_id, task_id, downstream, now(), _who())})
 
 
 @bp.post("/runs/<run_id>/tasks/<task_id>/mark")
 def mark(run_id: str, task_id: str) -> Response:
     state = json_body({"state": str}, required=("state",))["state"]
-    return jsonify(
-        {"message": ops.mark(get_store(), run_id, task_id, state, now(), current_user())}
-    )
+    return jsonify({"message": ops.mark(get_store(), run_id, task_id, state, now(), _who())})

@@ -1,4 +1,5 @@
-"""HTML page: the event log, filterable by DAG, run and kind, paged back by event id."""
+"""HTML page: the event log, filterable by DAG, run, kind and actor (who asked),
+paged back by event id."""
 
 from __future__ import annotations
 
@@ -17,11 +18,13 @@ KNOWN_KINDS = (
     "schedule_changed", "import_error", "task_lost", "login_failed", "user_added",
     "user_deleted", "user_password_set",
     "variable_set", "variable_deleted", "connection_set", "connection_deleted",  # issue 16
+    "user_role_set", "token_created", "token_revoked",  # issue 17: roles and tokens
+    "run_cleared", "backfill_created", "backfill_cancelled",
 )  # fmt: skip
 
 
 def filters() -> dict[str, str]:
-    return {k: request.args.get(k, "").strip() for k in ("dag_id", "run_id", "kind")}
+    return {k: request.args.get(k, "").strip() for k in ("dag_id", "run_id", "kind", "actor")}
 
 
 @bp.get("/events")

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
+
+from ..roles import least_role
 
 # (method, path, summary, query params, JSON body properties)
 ROUTES: list[tuple[str, str, str, tuple[str, ...], dict[str, str]]] = [
@@ -15,14 +18,16 @@ ROUTES: list[tuple[str, str, str, tuple[str, ...], dict[str, str]]] = [
     ("get", "/runs/{run_id}/summary", "A run's state, task states counted, tries: cheap to poll", (), {}),
     ("get", "/runs/{run_id}/tasks/{task_id}", "A task instance: tries, results, why waiting", (), {}),
     ("get", "/runs/{run_id}/tasks/{task_id}/tries/{try_number}/log", "A try's log (tail, or from offset)", ("offset",), {}),
-    ("get", "/events", "The event log, newest first", ("dag_id", "run_id", "kind", "before", "limit"), {}),
+    ("get", "/events", "The event log, newest first", ("dag_id", "run_id", "kind", "actor", "before", "limit"), {}),
     ("get", "/import-errors", "DAG files that failed to import", (), {}),
     # issue 17: DAG versions (ref: a version number, 'current' or a hash prefix)
     ("get", "/dags/{dag_id}/versions", "A DAG's stored versions, oldest first", (), {}),
     ("get", "/dags/{dag_id}/versions/{ref}", "One version: its file and what changed from the one before", (), {}),
     ("get", "/dags/{dag_id}/versions/{a}/diff/{b}", "What changed from version a to b: definition and file diff", (), {}),
     ("get", "/csrf", "This session's CSRF token for POST requests", (), {}),
-    ("post", "/dags/{dag_id}/runs", "Trigger a run", (), {"conf": "object"}),
+    ("get", "/me", "The caller: user, role, and whether a token or a session speaks", (), {}),
+    ("get", "/users", "Users, their roles and tokens (no secrets); admin", (), {}),
+    ("post", "/dags/{dag_id}/runs", "Trigger a run (logical_date: ISO 8601 with offset)", (), {"conf": "object", "logical_date": "string"}),
     ("post", "/dags/{dag_id}/pause", "Pause or unpause", (), {"paused": "boolean"}),
     ("post", "/dags/{dag_id}/backfill", "Backfill a date range", (), {"start": "string", "end": "string"}),
     ("post", "/runs/{run_id}/cancel", "Cancel a run", (), {}),
@@ -58,7 +63,20 @@ ERROR = {
 }
 
 
-def _operation(method: str, path: str, summary: str, query: tuple, body: dict) -> dict[str, Any]:
+def endpoints_of(url_map: Any) -> dict[tuple[str, str], str]:
+    """(method, OpenAPI path under /api/v1) -> endpoint, from a Flask app's url_map."""
+    out = {}
+    for rule in url_map.iter_rules():
+        if rule.rule.startswith("/api/v1/"):
+            path = re.sub(r"<(?:\w+:)?(\w+)>", r"{\1}", rule.rule[len("/api/v1") :])
+            for method in rule.methods - {"HEAD", "OPTIONS"}:
+                out[(method.lower(), path)] = rule.endpoint
+    return out
+
+
+def _operation(
+    method: str, path: str, summary: str, query: tuple, body: dict, endpoint: str | None
+) -> dict[str, Any]:
     params = [
         {"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
         for name in (part[1:-1] for part in path.split("/") if part.startswith("{"))
@@ -72,12 +90,22 @@ def _operation(method: str, path: str, summary: str, query: tuple, body: dict) -
         "parameters": params,
         "responses": {
             "200": {"description": "OK", "content": {"application/json": {}}},
+            "401": ERROR | {"description": "No login, or an unknown/expired/revoked token"},
+            "403": ERROR | {"description": "The caller's role is below the route's"},
             "4XX": ERROR,
         },
+        # the route's entry in webui/roles.py ROUTE_ROLES: who may call it
+        "x-least-role": (least_role(endpoint) if endpoint else None) or "unknown",
     }
     if method == "post":
         op["parameters"].append(
-            {"name": "X-CSRF-Token", "in": "header", "required": True, "schema": {"type": "string"}}
+            {
+                "name": "X-CSRF-Token",
+                "in": "header",
+                "required": False,
+                "description": "required with a session cookie; not with a bearer token",
+                "schema": {"type": "string"},
+            }
         )
         schema = {
             "type": "object",
@@ -89,16 +117,33 @@ def _operation(method: str, path: str, summary: str, query: tuple, body: dict) -
     return op
 
 
-def document() -> dict[str, Any]:
+def document(endpoints: dict[tuple[str, str], str] | None = None) -> dict[str, Any]:
+    """The document; ``endpoints`` (:func:`endpoints_of` the app's url_map) gives each
+    operation its least role."""
     paths: dict[str, dict[str, Any]] = {}
     for method, path, summary, query, body in ROUTES:
-        paths.setdefault(path, {})[method] = _operation(method, path, summary, query, body)
+        endpoint = (endpoints or {}).get((method, path))
+        paths.setdefault(path, {})[method] = _operation(
+            method, path, summary, query, body, endpoint
+        )
     return {
         "openapi": "3.1.0",
         "info": {"title": "orchestrator web UI API", "version": "1"},
         "servers": [{"url": "/api/v1"}],
         "paths": paths,
+        # either: a bearer API token (orchestrator users token NAME), or the session
+        # cookie of a signed-in browser (whose POSTs carry X-CSRF-Token)
+        "security": [{"bearerAuth": []}, {"sessionCookie": []}],
         "components": {
+            "securitySchemes": {
+                "bearerAuth": {
+                    "type": "http",
+                    "scheme": "bearer",
+                    "bearerFormat": "orc_<token_id>_<secret>",
+                    "description": "An API token; acts with the token's role, no CSRF token",
+                },
+                "sessionCookie": {"type": "apiKey", "in": "cookie", "name": "session"},
+            },
             "schemas": {
                 "Error": {
                     "type": "object",
@@ -108,6 +153,6 @@ def document() -> dict[str, Any]:
                         "detail": {"type": "string"},
                     },
                 }
-            }
+            },
         },
     }
