@@ -10,7 +10,7 @@ import re
 import requests
 from conftest import START  # noqa: I001  (tests/webui/conftest.py)
 from live import live_server
-from test_actions import snapshot
+from test_actions import _an_asset_with_an_event, snapshot
 
 from orchestrator.roles import ROLES, role_rank
 from webui import create_app
@@ -30,6 +30,7 @@ JSON_BODIES = {
     "api_credentials.delete_variable": {},
     "api_credentials.save_connection": {"conn_id": "db", "uri": "postgresql://u:p@h/db"},
     "api_credentials.delete_connection": {},
+    "assets.api_emit": {"uri": "warehouse://sales/daily", "extra": {"rows": 2}},
 }
 FORM_BODIES = {
     "actions.pause": {"paused": "true"},
@@ -94,6 +95,7 @@ def test_every_route_with_each_role_through_real_http(
     app = create_app(settings, store, clock=clock, login_required=True)
     values = {"dag_id": "pipeline", "run_id": run.run_id, "task_id": "load", "try_number": 1}
     values |= {"ref": "current", "a": "1", "b": "current", "key": "greeting", "conn_id": "db"}
+    values["asset_id"] = _an_asset_with_an_event(store)  # warehouse://sales/daily
     calls = _calls(app, values)
     assert len(calls) >= 36
     served = refused = 0
