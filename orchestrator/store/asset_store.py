@@ -226,7 +226,9 @@ class AssetStore(StoreBase):
                 .returning(ev.c.id)
             ).scalar_one()
             _queue_event(conn, event_id, asset_id, now)
-            record_event(conn, now, "asset_event", f"{uri} emitted by {emitter or 'unknown'}")
+            record_event(
+                conn, now, "asset_event", f"{uri} emitted by {emitter or 'unknown'}", actor=emitter
+            )
         return self.get_asset_event(event_id)
 
     # -- runs -------------------------------------------------------------------------------

@@ -23,7 +23,7 @@ FAST = {
 }
 
 DAG = """
-from orchestrator import DAG, task
+from orchestrator import DAG, Asset, task
 
 with DAG("greet", schedule=None, params={"who": "world"}) as dag:
 
@@ -37,6 +37,14 @@ with DAG("greet", schedule=None, params={"who": "world"}) as dag:
         return ctx.upstream("hello")
 
     hello >> after
+
+sales = Asset("warehouse://sales/daily")
+
+with DAG("on_sales", schedule=[sales]) as on_sales:
+
+    @task
+    def report(ctx):
+        return [e.extra for e in ctx.triggering_asset_events]
 
 with DAG("slow", schedule=None) as slow:
 
@@ -123,6 +131,21 @@ def test_the_client_against_a_live_webserver(settings, store, write_dag, tmp_pat
         with pytest.raises(ClientError) as exc:
             Client(base).list_dags()  # no token, and this server wants a login
         assert exc.value.status == 401
+
+        # an external asset event starts the DAG scheduled on the asset, once
+        answer = ops.emit_asset_event("warehouse://sales/daily", {"rows": 3})
+        assert answer["event"]["extra"] == {"rows": 3}
+        assert answer["event"]["emitter"] == "api:ops/token:ci"
+        wait_for(lambda: ops.list_runs("on_sales"), "the asset-triggered run", 60)
+        [asset_run] = ops.list_runs("on_sales")
+        assert ops.wait(asset_run["run_id"], timeout=90, poll=0.3)["state"] == "success"
+        with pytest.raises(ClientError) as exc:
+            ops.emit_asset_event("warehouse://nobody/names/this")
+        assert exc.value.status == 404 and "warehouse://nobody/names/this" in exc.value.reason
+        with pytest.raises(ClientError) as exc:
+            Client(base, viewer).emit_asset_event("warehouse://sales/daily")
+        assert exc.value.status == 403
+        assert len(ops.list_runs("on_sales")) == 1
 
         slow = ops.trigger("slow")
         with pytest.raises(RunTimeout) as exc:

@@ -17,10 +17,9 @@ from werkzeug.wrappers import Response
 
 from orchestrator.errors import ConfigError
 
-from .. import operations as ops
 from ..current import get_store, now
 from ..inputs import int_arg, json_body
-from ..security import current_user
+from ..security import current_actor
 
 bp = Blueprint("assets", __name__)
 MAX_LIMIT = 500
@@ -80,7 +79,7 @@ def api_events() -> Response:
 @bp.post("/api/v1/assets/events")
 def api_emit() -> tuple[Response, int]:
     body = json_body({"uri": str, "extra": dict}, required=("uri",))
-    who = ops.actor("api", current_user(), request.remote_addr)
+    who = current_actor("api")  # api:ada, api:ada/token:ci, api:anonymous@ADDR
     try:
         event = get_store().emit_asset_event(body["uri"], body.get("extra", {}), now(), emitter=who)
     except ConfigError as exc:  # name the field the problem is in
