@@ -152,6 +152,12 @@ FIELDS: dict[str, tuple[type, Any, str]] = {
         100.0,
         "/health fails when the disk of the state folder or SQLite file has less free space",
     ),
+    # issue 14: runtime task mapping
+    "max_map_length": (
+        int,
+        10_000,
+        "most task instances one mapped task may expand into in one run",
+    ),
 }
 
 
@@ -207,6 +213,8 @@ class Settings:
     db_idle_in_transaction_timeout: float | None
     db_keepalive_seconds: float | None
     health_min_free_mb: float
+    # issue 14: runtime task mapping
+    max_map_length: int = 10_000
 
     @property
     def log_dir(self) -> str:

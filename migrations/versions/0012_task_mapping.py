@@ -1,10 +1,19 @@
 """runtime task mapping (issue 14)
 
+A mapped task has one task instance per map item, ``map_index`` 0..n-1; every other
+task instance keeps ``map_index`` -1 (Airflow's value for "not mapped"), so a run has at
+most one instance per (run, task, map_index). ``map_kwargs`` holds the JSON of an
+instance's mapped arguments, written once when the task is expanded. Tries carry the
+map index of their instance so a try's log and the CLI can name it.
+
 Revision ID: 0012
 Revises: 0011
 """
 
 from collections.abc import Sequence
+
+import sqlalchemy as sa
+from alembic import op
 
 revision: str = "0012"
 down_revision: str | None = "0011"
@@ -13,8 +22,28 @@ depends_on: str | Sequence[str] | None = None
 
 
 def upgrade() -> None:
-    pass  # nothing changes in this revision
+    with op.batch_alter_table("task_instances", schema=None) as batch_op:
+        batch_op.add_column(
+            sa.Column("map_index", sa.Integer(), nullable=False, server_default="-1")
+        )
+        batch_op.add_column(sa.Column("map_kwargs", sa.Text(), nullable=True))
+        batch_op.drop_constraint("uq_task_instances_run_pk_task_id", type_="unique")
+        batch_op.create_unique_constraint(
+            "uq_task_instances_run_pk_task_id_map_index", ["run_pk", "task_id", "map_index"]
+        )
+    with op.batch_alter_table("task_tries", schema=None) as batch_op:
+        batch_op.add_column(
+            sa.Column("map_index", sa.Integer(), nullable=False, server_default="-1")
+        )
 
 
 def downgrade() -> None:
-    pass
+    with op.batch_alter_table("task_tries", schema=None) as batch_op:
+        batch_op.drop_column("map_index")
+    # a run's mapped instances other than the first cannot survive the old unique key
+    op.execute("DELETE FROM task_instances WHERE map_index > 0")
+    with op.batch_alter_table("task_instances", schema=None) as batch_op:
+        batch_op.drop_constraint("uq_task_instances_run_pk_task_id_map_index", type_="unique")
+        batch_op.create_unique_constraint("uq_task_instances_run_pk_task_id", ["run_pk", "task_id"])
+        batch_op.drop_column("map_kwargs")
+        batch_op.drop_column("map_index")

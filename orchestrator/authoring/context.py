@@ -31,9 +31,12 @@ class TaskContext:
     log: logging.Logger
     upstream_ids: tuple[str, ...] = ()
     _results: dict[str, str | None] = field(default_factory=dict, repr=False)
+    # a mapped task's instance: 0..n-1 (its item of the map); -1 for an unmapped task
+    map_index: int = -1
 
     def upstream(self, task_id: str) -> Any:
-        """The JSON return value of upstream task ``task_id`` (None if it returned None)."""
+        """The JSON return value of upstream task ``task_id`` (None if it returned None);
+        for a mapped upstream task, the list of its instances' results in map order."""
         if task_id not in self.upstream_ids:
             raise KeyError(
                 f"task {self.task_id!r} has no upstream task {task_id!r} "
@@ -60,4 +63,5 @@ class TaskContext:
             "try_number": self.try_number,
             "params": self.params,
             "idempotency_key": self.idempotency_key,
+            "map_index": self.map_index,
         }

@@ -36,6 +36,7 @@ import networkx as nx
 
 from orchestrator.authoring.alerts import alert_options
 from orchestrator.authoring.http_request import HttpSpecError, http_spec
+from orchestrator.authoring.mapped import ParamRef, Partial, check_partial, declare
 from orchestrator.authoring.templating import TemplateRenderError, check_template
 from orchestrator.errors import DagDefinitionError
 from orchestrator.scheduling.retry import RetryPolicy
@@ -197,12 +198,27 @@ class Task:
             except TemplateRenderError as exc:
                 raise _fail(f"task {task_id!r}: {exc}", where) from None
         self.upstream_ids: set[str] = set()
+        self.mapping: dict[str, Any] | None = None  # set by expand (authoring/mapped.py)
         self._pending_upstream: list[tuple[str, tuple[str | None, int | None]]] = []
         dag._add(self, where)
 
     @property
     def retry_policy(self) -> RetryPolicy:
         return RetryPolicy.of(self)
+
+    # -- mapping (authoring/mapped.py) -------------------------------------------
+    def partial(self, **fixed: Any) -> Partial:
+        """Fix some arguments of a task to be mapped: ``t.partial(a=1).expand(b=src)``."""
+        where = _caller()
+        return Partial(self, check_partial(self, fixed, where), where)
+
+    def expand(self, **sources: Any) -> Task:
+        """Map this task over lists: one task instance per item (their cross product)."""
+        return declare(self, "expand", sources, {}, _caller())
+
+    def expand_kwargs(self, source: Any) -> Task:
+        """Map this task over a list of dicts: one task instance per dict."""
+        return declare(self, "expand_kwargs", {"*": source}, {}, _caller())
 
     # -- wiring -----------------------------------------------------------------
     def _resolve(self, other: Task | str, where: tuple[str | None, int | None]) -> Task | str:
@@ -468,6 +484,13 @@ class DAG:
         return Task(
             self, task_id, http=request, response_check=response_check, where=where, **options
         )
+
+    def param(self, name: str) -> ParamRef:
+        """A param as a mapping source: ``load.expand(path=dag.param("paths"))``."""
+        if name not in self.params:
+            declared = ", ".join(sorted(self.params)) or "none"
+            raise _fail(f"DAG {self.dag_id!r} has no param {name!r} (params: {declared})")
+        return ParamRef(name)
 
     def task(self, fn: Callable[..., Any] | None = None, **options: Any) -> Any:
         """``@dag.task``: like :func:`task`, for a DAG not used as a context manager."""

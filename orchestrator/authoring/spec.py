@@ -73,6 +73,7 @@ def serialize_dag(dag: DAG) -> dict[str, Any]:
                 **({"http": t.http} if t.http is not None else {}),
                 # only when set, so a DAG that does not use it keeps its version hash
                 **({"max_lost_tries": t.max_lost_tries} if t.max_lost_tries is not None else {}),
+                **({"mapping": t.mapping} if t.mapping is not None else {}),
                 **serialized(t.alerts, t.callbacks),
             }
         )
@@ -131,6 +132,12 @@ class TaskSpec:
     http: dict[str, Any] | None = None  # the request of an HTTP task
     # tries lost to infrastructure not held against retries; None: the setting
     max_lost_tries: int | None = None
+    # a mapped task's sources and fixed arguments (scheduling/mapping.py); None: not mapped
+    mapping: dict[str, Any] | None = None
+
+    @property
+    def mapped(self) -> bool:
+        return self.mapping is not None
 
     @property
     def max_tries(self) -> int:
@@ -195,6 +202,14 @@ class DagSpec:
         return tuple(t for t, d in self.downstream.items() if not d)
 
     @cached_property
+    def mapped_tasks(self) -> frozenset[str]:
+        """The ids of the DAG's mapped tasks (one instance per map item)."""
+        return frozenset(t.task_id for t in self.tasks.values() if t.mapping is not None)
+
+    def has_mapped_upstream(self, task_id: str) -> bool:
+        return any(u in self.mapped_tasks for u in self.tasks[task_id].upstream)
+
+    @cached_property
     def _complements(self) -> dict[str, tuple[str, ...]]:
         return {}
 
@@ -255,6 +270,7 @@ class DagSpec:
                 callbacks=tuple(t.get("callbacks") or ()),
                 http=t.get("http"),
                 max_lost_tries=t.get("max_lost_tries"),
+                mapping=t.get("mapping"),
             )
         return cls(
             dag_id=data["dag_id"],

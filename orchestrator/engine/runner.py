@@ -226,18 +226,23 @@ def run_try(job: dict[str, Any], cache: dict[str, tuple[int, dict[str, Any]]]) -
         log=logger,
         upstream_ids=tuple(job["upstream"]),
         _results=job["results"],
+        map_index=job.get("map_index", -1),
     )
+    kwargs = job.get("map_kwargs")  # a mapped instance's arguments (None: not mapped)
     logger.info(
-        "starting dag_id=%s run_id=%s task_id=%s try=%s",
+        "starting dag_id=%s run_id=%s task_id=%s try=%s%s",
         ctx.dag_id,
         ctx.run_id,
         ctx.task_id,
         ctx.try_number,
+        f" map_index={ctx.map_index}" if kwargs is not None else "",
     )
     try:
         if job["kind"] == "shell":
             # the values travel in the environment, never in the text the shell parses
-            shell = render_shell(job["command"], ctx.template_vars(job["timezone"]))
+            # a mapped instance's arguments are template variables too, values like any other
+            variables = ctx.template_vars(job["timezone"]) | (kwargs or {})
+            shell = render_shell(job["command"], variables)
             command = shell.script
             logger.info("command: %s", shell.display)
             handler.flush()
@@ -250,6 +255,7 @@ def run_try(job: dict[str, Any], cache: dict[str, tuple[int, dict[str, Any]]]) -
                 ORCHESTRATOR_TASK_ID=ctx.task_id,
                 ORCHESTRATOR_TRY_NUMBER=str(ctx.try_number),
                 ORCHESTRATOR_IDEMPOTENCY_KEY=ctx.idempotency_key,
+                ORCHESTRATOR_MAP_INDEX=str(ctx.map_index),
             )
             returncode = _run_command(
                 ["/bin/sh", "-c", command], logfile, env=env, cwd=job.get("cwd") or None
@@ -272,7 +278,10 @@ def run_try(job: dict[str, Any], cache: dict[str, tuple[int, dict[str, Any]]]) -
         fn = dag.tasks[job["task_id"]].fn
         with contextlib.redirect_stdout(logfile), contextlib.redirect_stderr(logfile):
             try:
-                value = fn(ctx) if _takes_argument(fn) else fn()
+                if kwargs is not None:
+                    value = fn(ctx, **kwargs)
+                else:
+                    value = fn(ctx) if _takes_argument(fn) else fn()
             except BaseException as exc:
                 if os.getpid() != me:  # the task forked and this copy is done with it
                     _exit_forked_copy(exc)

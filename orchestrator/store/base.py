@@ -49,6 +49,8 @@ class StoreBase:
         self.max_lost_tries = max_lost_tries
         if settings is not None:
             self.max_conf_bytes = settings.max_conf_bytes
+        # the most instances one mapped task expands into (issue 14)
+        self.max_map_length = settings.max_map_length if settings else 10_000
         self.dialect = self.engine.dialect.name
         path = sqlite_path(url) if self.dialect == "sqlite" else None
         self._pin = FilePin(path) if path is not None else None

@@ -191,7 +191,11 @@ class ClaimStore(StoreBase):
                     data_interval_end=run.data_interval_end,
                     conf=json.loads(run.conf or "{}"),
                     version_hash=run.version_hash,
-                    log_path=log_path_for(run.dag_id, run.run_id, c.task_id, c.try_number),
+                    log_path=log_path_for(
+                        run.dag_id, run.run_id, c.task_id, c.try_number, c.map_index
+                    ),
+                    map_index=c.map_index,
+                    map_kwargs=c.map_kwargs,
                 )
             )
         conn.execute(
@@ -207,6 +211,7 @@ class ClaimStore(StoreBase):
                     "state": "running",
                     "start_date": now,
                     "log_path": c.log_path,
+                    "map_index": c.map_index,
                 }
                 for c in out
             ],
@@ -299,7 +304,15 @@ def _take(pick: Any) -> Any:
             start_date=bindparam("b_now"),
             end_date=None,
         )
-        .returning(ti.c.id, ti.c.run_pk, ti.c.try_number, ti.c.max_tries, ti.c.task_id)
+        .returning(
+            ti.c.id,
+            ti.c.run_pk,
+            ti.c.try_number,
+            ti.c.max_tries,
+            ti.c.task_id,
+            ti.c.map_index,
+            ti.c.map_kwargs,
+        )
     )
 
 

@@ -199,7 +199,11 @@ task_instances = Table(
     Column("error", Text),
     # tries lost to infrastructure so far, not held against retries up to max_lost_tries (0008)
     Column("lost_tries", Integer, nullable=False, default=0, server_default="0"),
-    UniqueConstraint("run_pk", "task_id"),
+    # runtime task mapping (0012): 0..n-1 for the instances of a mapped task, -1 for
+    # every other task instance (Airflow's value), and the instance's mapped arguments
+    Column("map_index", Integer, nullable=False, default=-1, server_default="-1"),
+    Column("map_kwargs", Text),
+    UniqueConstraint("run_pk", "task_id", "map_index"),
     Index(None, "run_id", "task_id"),
     Index(None, "state", "ready_at"),
     Index(None, "owner"),
@@ -224,6 +228,7 @@ task_tries = Table(
     Column("log_path", Text),
     # why a try with state 'lost' was lost: lease_expired | handed_back (0008)
     Column("lost_reason", String(32)),
+    Column("map_index", Integer, nullable=False, default=-1, server_default="-1"),  # 0012
     UniqueConstraint("ti_id", "try_number"),
 )
 

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 
 import networkx as nx
-from sqlalchemy import and_, bindparam, insert, select, tuple_, update
+from sqlalchemy import and_, bindparam, insert, or_, select, tuple_, update
 
 from orchestrator.errors import NotFoundError
 from orchestrator.states import TASK_FINISHED, RunState, TaskState
@@ -29,12 +29,20 @@ LEASE_EXPIRED = "lease_expired"  # reasons a try is lost
 HANDED_BACK = "handed_back"
 
 
-def log_path_for(dag_id: str, run_id: str, task_id: str, try_number: int) -> str:
-    """Where a try's log lives, relative to the log folder."""
+def log_path_for(
+    dag_id: str, run_id: str, task_id: str, try_number: int, map_index: int = -1
+) -> str:
+    """Where a try's log lives, relative to the log folder (a mapped instance's in a
+    ``map_index=N`` folder of its task's, as Airflow)."""
+    if map_index >= 0:
+        return f"{dag_id}/{run_id}/{task_id}/map_index={map_index}/{try_number}.log"
     return f"{dag_id}/{run_id}/{task_id}/{try_number}.log"
 
 
-def idempotency_key(dag_id: str, run_id: str, task_id: str) -> str:
+def idempotency_key(dag_id: str, run_id: str, task_id: str, map_index: int = -1) -> str:
+    """Stable across retries; a mapped instance's includes its map index."""
+    if map_index >= 0:
+        return f"{dag_id}/{run_id}/{task_id}/{map_index}"
     return f"{dag_id}/{run_id}/{task_id}"
 
 
@@ -193,7 +201,8 @@ class TaskStore(StoreBase):
                     # the backoff counts the task's own failures, not the free lost tries
                     failed = try_number - min(row.lost_tries, bound)
                     delay = task.retry_policy.delay_after(
-                        failed, idempotency_key(row.dag_id, row.run_id, row.task_id)
+                        failed,
+                        idempotency_key(row.dag_id, row.run_id, row.task_id, row.map_index),
                     )
                     values.update(state=TaskState.UP_FOR_RETRY, ready_at=now + delay)
                 else:
@@ -361,17 +370,28 @@ class TaskStore(StoreBase):
         return [TryRecord.from_row(r) for r in rows]
 
     def results(self, run_id: str, task_ids: Iterable[str]) -> dict[str, str | None]:
-        """The JSON results of finished tasks of a run, by task id."""
+        """The JSON results of finished tasks of a run, by task id (a mapped task's:
+        one JSON list of its successful instances' results, in map order)."""
         ids = list(task_ids)
         if not ids:
             return {}
         with self.read() as conn:
             rows = conn.execute(
-                select(ti.c.task_id, ti.c.result).where(
+                select(ti.c.task_id, ti.c.result, ti.c.map_index)
+                .where(
                     ti.c.run_id == run_id, ti.c.task_id.in_(ids), ti.c.state == TaskState.SUCCESS
                 )
+                .order_by(ti.c.task_id, ti.c.map_index)
             ).all()
-        return dict(rows)
+        out: dict[str, str | None] = {}
+        mapped: dict[str, list[str]] = {}
+        for r in rows:
+            if r.map_index >= 0:
+                mapped.setdefault(r.task_id, []).append(r.result or "null")
+            else:
+                out[r.task_id] = r.result
+        out.update({t: "[" + ",".join(v) + "]" for t, v in mapped.items()})
+        return out
 
     def upstream_results(self, wanted: list[tuple[str, Iterable[str]]]) -> list[dict[str, str]]:
         """For each (run_id, upstream task ids): what ``ctx.upstream`` can return there."""
@@ -384,7 +404,9 @@ def upstream_results_in(conn, wanted: list[tuple[str, Iterable[str]]]) -> list[d
 
     Only non-NULL results are fetched (a NULL result reads as None anyway), one query
     per run for a whole claimed batch; a large fan-in is read as the run's non-NULL
-    results (usually few) instead of a query naming every upstream task.
+    results (usually few) instead of a query naming every upstream task. A mapped
+    task's results (its successful instances', NULL ones included) come as one JSON
+    list in map order.
     """
     asked = [(run_id, set(ids)) for run_id, ids in wanted]
     per_run: dict[str, set[str]] = {}
@@ -399,14 +421,24 @@ def upstream_results_in(conn, wanted: list[tuple[str, Iterable[str]]]) -> list[d
             rows = conn.execute(_RESULTS_OF, params | {"task_ids": sorted(ids)})
         else:
             rows = conn.execute(_RESULTS_OF_RUN, params)
-        found[run_id] = {r.task_id: r.result for r in rows}
+        plain: dict[str, str] = {}
+        mapped: dict[str, list[tuple[int, str | None]]] = {}
+        for r in rows:
+            if r.map_index >= 0:
+                mapped.setdefault(r.task_id, []).append((r.map_index, r.result))
+            elif r.result is not None:
+                plain[r.task_id] = r.result
+        for task_id, items in mapped.items():
+            items.sort()
+            plain[task_id] = "[" + ",".join("null" if v is None else v for _, v in items) + "]"
+        found[run_id] = plain
     return [{t: v for t, v in found.get(run_id, {}).items() if t in ids} for run_id, ids in asked]
 
 
-_RESULTS_OF_RUN = select(ti.c.task_id, ti.c.result).where(
+_RESULTS_OF_RUN = select(ti.c.task_id, ti.c.result, ti.c.map_index).where(
     ti.c.run_id == bindparam("run_id"),
     ti.c.state == TaskState.SUCCESS,
-    ti.c.result.is_not(None),
+    or_(ti.c.result.is_not(None), ti.c.map_index >= 0),
 )
 _RESULTS_OF = _RESULTS_OF_RUN.where(ti.c.task_id.in_(bindparam("task_ids", expanding=True)))
 
