@@ -27,7 +27,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, insert, select, update
+from sqlalchemy import Connection, bindparam, delete, insert, select, update
 
 from orchestrator.authoring.spec import DagSpec
 from orchestrator.scheduling.mapping import (
@@ -109,8 +109,8 @@ def _expand_one(
         "run_id": place.run_id,
         "task_id": task_id,
         "state": TaskState.QUEUED,
-        "try_number": place.try_number,
-        "max_tries": place.max_tries,
+        "try_number": 0,
+        "max_tries": task.max_tries,
         "queue": place.queue,
         "pool": place.pool,
         "pool_slots": place.pool_slots,
@@ -135,6 +135,33 @@ def _expand_one(
         task_id=task_id,
     )
     return len(items)
+
+
+def collapse_locked(conn: Connection, run_pk: int, task_id: str) -> bool:
+    """A wholly cleared mapped task back to its placeholder, to be expanded again.
+
+    Only when none of its instances is still unfinished other than as cleared
+    (``scheduled``): instances 1..n-1 are deleted with their tries, instance 0 becomes
+    the placeholder (map_index -1) and keeps its tries (which keep map index 0). True if it collapsed.
+    """
+    rows = conn.execute(_SOURCE_ROWS, {"run_pk": run_pk, "task_id": task_id}).all()
+    if not rows or any(r.state != TaskState.SCHEDULED for r in rows):
+        return False
+    if len(rows) == 1 and rows[0].map_index == UNMAPPED:
+        return False  # never expanded: it is the placeholder already
+    extra = select(ti.c.id).where(
+        ti.c.run_pk == run_pk, ti.c.task_id == task_id, ti.c.map_index > 0
+    )
+    conn.execute(delete(m.task_tries).where(m.task_tries.c.ti_id.in_(extra.scalar_subquery())))
+    conn.execute(
+        delete(ti).where(ti.c.run_pk == run_pk, ti.c.task_id == task_id, ti.c.map_index > 0)
+    )
+    conn.execute(
+        update(ti)
+        .where(ti.c.run_pk == run_pk, ti.c.task_id == task_id)
+        .values(map_index=UNMAPPED, map_kwargs=None)
+    )
+    return True
 
 
 def source_value(conn: Connection, run_pk: int, task_id: str) -> tuple[bool, Any]:

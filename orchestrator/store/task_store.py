@@ -13,12 +13,13 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 
 import networkx as nx
-from sqlalchemy import and_, bindparam, insert, or_, select, tuple_, update
+from sqlalchemy import and_, bindparam, func, insert, or_, select, tuple_, update
 
 from orchestrator.errors import NotFoundError
 from orchestrator.states import TASK_FINISHED, RunState, TaskState
 from orchestrator.store import models as m
 from orchestrator.store.base import StoreBase, lock_runs, record_event
+from orchestrator.store.expansion import collapse_locked
 from orchestrator.store.records import Claim, TaskInstanceRecord, TryRecord
 
 log = logging.getLogger(__name__)
@@ -294,13 +295,26 @@ class TaskStore(StoreBase):
 
     # -- users ---------------------------------------------------------------------------
     def clear_task(
-        self, run_id: str, task_id: str, now: datetime, *, downstream: bool = False
+        self,
+        run_id: str,
+        task_id: str,
+        now: datetime,
+        *,
+        downstream: bool = False,
+        map_index: int | None = None,
     ) -> list[str]:
-        """Reset a finished task (and optionally its downstream) so it runs again."""
+        """Reset a finished task (and optionally its downstream) so it runs again.
+
+        ``map_index`` clears only that instance of a mapped task (its downstream tasks,
+        if asked, wholly). A mapped task cleared wholly is expanded again when it is
+        released next (store/expansion.py): its sources may give a new length.
+        """
         run = self.get_run(run_id)  # type: ignore[attr-defined]
         spec = self.spec(run.dag_id, run.version_hash)  # type: ignore[attr-defined]
         if task_id not in spec.tasks:
             raise NotFoundError(f"run {run_id!r} has no task {task_id!r}")
+        if map_index is not None:
+            self.task_instance(run_id, task_id, map_index)  # NotFoundError names it
         targets = [task_id]
         if downstream:
             targets += sorted(nx.descendants(spec.graph, task_id))
@@ -308,13 +322,12 @@ class TaskStore(StoreBase):
             lock_runs(conn, [run.id], self.is_postgres)  # before any TI: no deadlock
             cleared = []
             for t in targets:
+                where = [ti.c.run_pk == run.id, ti.c.task_id == t]
+                if t == task_id and map_index is not None:
+                    where.append(ti.c.map_index == map_index)
                 done = conn.execute(
                     update(ti)
-                    .where(
-                        ti.c.run_pk == run.id,
-                        ti.c.task_id == t,
-                        ti.c.state.in_(list(TASK_FINISHED)),
-                    )
+                    .where(*where, ti.c.state.in_(list(TASK_FINISHED)))
                     .values(
                         state=TaskState.SCHEDULED,
                         owner=None,
@@ -328,7 +341,10 @@ class TaskStore(StoreBase):
                     )
                 ).rowcount
                 if done:
-                    cleared.append(t)
+                    one = t == task_id and map_index is not None
+                    cleared.append(f"{t}[{map_index}]" if one else t)
+                    if spec.tasks[t].mapped and not one:
+                        collapse_locked(conn, run.id, t)
             if cleared:
                 conn.execute(
                     update(m.dag_runs)
@@ -351,22 +367,35 @@ class TaskStore(StoreBase):
             rows = conn.execute(select(ti).where(ti.c.run_id == run_id).order_by(ti.c.id)).all()
         return [TaskInstanceRecord.from_row(r) for r in rows]
 
-    def task_instance(self, run_id: str, task_id: str) -> TaskInstanceRecord:
+    def task_instance(
+        self, run_id: str, task_id: str, map_index: int | None = None
+    ) -> TaskInstanceRecord:
+        """One task instance; ``map_index`` None: the task's only (or first) instance."""
+        q = select(ti).where(ti.c.run_id == run_id, ti.c.task_id == task_id)
+        if map_index is not None:
+            q = q.where(ti.c.map_index == map_index)
         with self.read() as conn:
-            row = conn.execute(
-                select(ti).where(ti.c.run_id == run_id, ti.c.task_id == task_id)
-            ).first()
+            row = conn.execute(q.order_by(ti.c.map_index).limit(1)).first()
+            if row is None and map_index is not None:
+                count = conn.execute(
+                    select(func.count()).where(ti.c.run_id == run_id, ti.c.task_id == task_id)
+                ).scalar_one()
+                if count:
+                    raise NotFoundError(
+                        f"task {task_id!r} of run {run_id!r} has no map index {map_index} "
+                        f"({_indexes(count)})"
+                    )
         if row is None:
             raise NotFoundError(f"run {run_id!r} has no task {task_id!r}")
         return TaskInstanceRecord.from_row(row)
 
-    def tries(self, run_id: str, task_id: str) -> list[TryRecord]:
+    def tries(self, run_id: str, task_id: str, map_index: int | None = None) -> list[TryRecord]:
+        """A task's tries, oldest first (``map_index``: of that instance only)."""
+        q = select(tries).where(tries.c.run_id == run_id, tries.c.task_id == task_id)
+        if map_index is not None:
+            q = q.where(tries.c.map_index == map_index)
         with self.read() as conn:
-            rows = conn.execute(
-                select(tries)
-                .where(tries.c.run_id == run_id, tries.c.task_id == task_id)
-                .order_by(tries.c.try_number)
-            ).all()
+            rows = conn.execute(q.order_by(tries.c.map_index, tries.c.try_number)).all()
         return [TryRecord.from_row(r) for r in rows]
 
     def results(self, run_id: str, task_ids: Iterable[str]) -> dict[str, str | None]:
@@ -441,6 +470,10 @@ _RESULTS_OF_RUN = select(ti.c.task_id, ti.c.result, ti.c.map_index).where(
     or_(ti.c.result.is_not(None), ti.c.map_index >= 0),
 )
 _RESULTS_OF = _RESULTS_OF_RUN.where(ti.c.task_id.in_(bindparam("task_ids", expanding=True)))
+
+
+def _indexes(count: int) -> str:
+    return "it is not mapped" if count == 1 else f"its map indexes are 0..{count - 1}"
 
 
 def _fence(claim: Claim) -> list:

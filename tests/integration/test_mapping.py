@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 
 import pytest
 
@@ -248,3 +249,136 @@ def test_shell_task_gets_mapped_values_as_quoted_values(harness: Harness, write_
     assert "[$(echo INJECTED)] hi 2" in texts[2]
     assert "['; echo INJECTED; '] hi 3" in texts[3]
     assert all("\nINJECTED" not in t for t in texts.values())
+
+
+def test_clearing_the_source_re_expands_and_one_instance_reruns_alone(
+    harness: Harness, write_dag
+):
+    write_dag("load_files.py", LOAD_FILES)
+    harness.parse()
+    run = harness.store.trigger_run("load_files", harness.clock.now(), conf={"n": 4})
+    harness.run_until_finished(run.run_id)
+    # one instance: only it runs again, the others keep their single try
+    assert harness.store.clear_task(run.run_id, "load", harness.clock.now(), map_index=2) == [
+        "load[2]"
+    ]
+    assert harness.run_until_finished(run.run_id).state == "success"
+    loads = _instances(harness.store, run.run_id, "load")
+    assert [t.try_number for t in loads] == [1, 1, 2, 1]
+    assert [t.try_number for t in harness.store.tries(run.run_id, "load", 2)] == [1, 2]
+    # the source with its downstream, with a new length: expanded again
+    first_id = loads[0].id
+    with harness.store.write() as conn:  # the source now lists 2 files
+        from orchestrator.store import models as m
+
+        conn.execute(
+            m.dag_runs.update().where(m.dag_runs.c.run_id == run.run_id).values(conf='{"n": 2}')
+        )
+    cleared = harness.store.clear_task(run.run_id, "list_files", harness.clock.now(), downstream=True)
+    assert cleared == ["list_files", "load", "paths", "total"]
+    [placeholder] = _instances(harness.store, run.run_id, "load")
+    assert (placeholder.map_index, placeholder.state) == (-1, TaskState.SCHEDULED)
+    assert harness.run_until_finished(run.run_id).state == "success"
+    loads = _instances(harness.store, run.run_id, "load")
+    assert [t.map_index for t in loads] == [0, 1] and loads[0].id == first_id
+    assert harness.store.results(run.run_id, ["total"]) == {"total": "20"}
+
+
+def test_clear_names_a_missing_map_index(harness: Harness, write_dag):
+    from orchestrator.errors import NotFoundError
+
+    write_dag("load_files.py", LOAD_FILES)
+    harness.parse()
+    run = harness.store.trigger_run("load_files", harness.clock.now(), conf={"n": 2})
+    harness.run_until_finished(run.run_id)
+    with pytest.raises(NotFoundError, match=r"no map index 7 \(its map indexes are 0..1\)"):
+        harness.store.clear_task(run.run_id, "load", harness.clock.now(), map_index=7)
+    with pytest.raises(NotFoundError, match="no map index 0 .it is not mapped"):
+        harness.store.clear_task(run.run_id, "total", harness.clock.now(), map_index=0)
+    assert {t.state for t in harness.store.task_instances(run.run_id)} == {"success"}
+
+
+def _ready_to_expand(harness: Harness, write_dag, n: int):
+    write_dag("load_files.py", LOAD_FILES)
+    harness.parse()
+    run = harness.store.trigger_run("load_files", harness.clock.now(), conf={"n": n})
+    harness.tick()
+    [claim] = harness.store.claim("w", harness.clock.now(), timedelta(seconds=30), limit=5)
+    assert claim.task_id == "list_files"
+    files = json.dumps([f"f{i}" for i in range(n)])
+    # record the success without its release: the placeholder waits to be expanded
+    with harness.store.write() as conn:
+        from orchestrator.store import models as m
+
+        conn.execute(
+            m.task_instances.update()
+            .where(m.task_instances.c.id == claim.ti_id)
+            .values(state="success", result=files, end_date=harness.clock.now())
+        )
+    run_pk = harness.store.get_run(run.run_id).id
+    spec = harness.store.spec("load_files", harness.store.get_run(run.run_id).version_hash)
+    return run, run_pk, spec
+
+
+def test_expansion_happens_once_however_often_it_is_asked(harness: Harness, write_dag):
+    from orchestrator.store.expansion import expand_locked
+
+    run, run_pk, spec = _ready_to_expand(harness, write_dag, 50)
+    now = harness.clock.now()
+    with harness.store.write() as conn:
+        assert expand_locked(conn, spec, run_pk, ["load"], now, 10_000) == 50
+    with harness.store.write() as conn:
+        assert expand_locked(conn, spec, run_pk, ["load"], now, 10_000) == 0
+    harness.tick()  # the scheduler's release_ready finds nothing to expand either
+    loads = _instances(harness.store, run.run_id, "load")
+    assert [t.map_index for t in loads] == list(range(50))
+
+
+def test_racing_expansions_create_each_instance_exactly_once(harness: Harness, write_dag):
+    import threading
+
+    from orchestrator.store.expansion import expand_locked
+
+    run, run_pk, spec = _ready_to_expand(harness, write_dag, 2000)
+    now = harness.clock.now()
+    got: list[int] = []
+    errors: list[BaseException] = []
+    start = threading.Barrier(2)
+
+    def expand() -> None:
+        try:
+            start.wait()
+            with harness.store.write() as conn:  # no run lock: the CAS alone must hold
+                got.append(expand_locked(conn, spec, run_pk, ["load"], now, 10_000))
+        except BaseException as exc:  # noqa: BLE001
+            errors.append(exc)
+
+    threads = [threading.Thread(target=expand) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not errors
+    assert sorted(got) == [0, 2000]
+    loads = _instances(harness.store, run.run_id, "load")
+    assert [t.map_index for t in loads] == list(range(2000))
+
+
+def test_the_unique_key_refuses_a_second_instance_with_one_map_index(harness: Harness, write_dag):
+    from sqlalchemy import insert
+    from sqlalchemy.exc import IntegrityError
+
+    from orchestrator.store import models as m
+
+    run, run_pk, spec = _ready_to_expand(harness, write_dag, 3)
+    harness.tick()
+    row = harness.store.task_instance(run.run_id, "load", 1)
+    with pytest.raises(IntegrityError):
+        with harness.store.write() as conn:
+            conn.execute(
+                insert(m.task_instances).values(
+                    run_pk=run_pk, dag_id=row.dag_id, run_id=row.run_id, task_id="load",
+                    map_index=1, state="queued", try_number=0, max_tries=1, queue="default",
+                )
+            )  # fmt: skip
+    assert len(_instances(harness.store, run.run_id, "load")) == 3
