@@ -382,3 +382,25 @@ def test_the_unique_key_refuses_a_second_instance_with_one_map_index(harness: Ha
                 )
             )  # fmt: skip
     assert len(_instances(harness.store, run.run_id, "load")) == 3
+
+
+def test_a_bad_expand_is_an_import_error_naming_file_and_line(harness: Harness, write_dag):
+    write_dag("load_files.py", LOAD_FILES)
+    path = write_dag(
+        "bad_map.py",
+        """
+        from orchestrator import DAG, task
+
+        with DAG("bad_map", schedule=None) as dag:
+            @task
+            def load(ctx, path):
+                return path
+
+            load.expand(path=42)
+        """,
+    )
+    result = harness.parse()
+    assert result.dags == 1  # the good file is unaffected
+    [error] = [e for e in harness.store.import_errors() if e.fileloc == str(path)]
+    assert "bad_map.py:9:" in error.message
+    assert "needs an upstream task, a list or dag.param(...)" in error.message
