@@ -154,7 +154,11 @@ def test_empty_list_skips_the_mapped_task_and_downstream_follows_its_rule(
 def test_longer_than_max_map_length_fails_naming_length_limit_and_source(
     store, settings, clock, write_dag
 ):
-    harness = Harness(store.__class__(settings.database_url, settings=settings.with_(max_map_length=4)), settings, clock)
+    harness = Harness(
+        store.__class__(settings.database_url, settings=settings.with_(max_map_length=4)),
+        settings,
+        clock,
+    )
     try:
         run = _run(harness, write_dag, {"items": list(range(5))})
         [ti] = _instances(harness.store, run.run_id, "from_source")
@@ -251,9 +255,7 @@ def test_shell_task_gets_mapped_values_as_quoted_values(harness: Harness, write_
     assert all("\nINJECTED" not in t for t in texts.values())
 
 
-def test_clearing_the_source_re_expands_and_one_instance_reruns_alone(
-    harness: Harness, write_dag
-):
+def test_clearing_the_source_re_expands_and_one_instance_reruns_alone(harness: Harness, write_dag):
     write_dag("load_files.py", LOAD_FILES)
     harness.parse()
     run = harness.store.trigger_run("load_files", harness.clock.now(), conf={"n": 4})
@@ -274,7 +276,9 @@ def test_clearing_the_source_re_expands_and_one_instance_reruns_alone(
         conn.execute(
             m.dag_runs.update().where(m.dag_runs.c.run_id == run.run_id).values(conf='{"n": 2}')
         )
-    cleared = harness.store.clear_task(run.run_id, "list_files", harness.clock.now(), downstream=True)
+    cleared = harness.store.clear_task(
+        run.run_id, "list_files", harness.clock.now(), downstream=True
+    )
     assert cleared == ["list_files", "load", "paths", "total"]
     [placeholder] = _instances(harness.store, run.run_id, "load")
     assert (placeholder.map_index, placeholder.state) == (-1, TaskState.SCHEDULED)
@@ -373,14 +377,13 @@ def test_the_unique_key_refuses_a_second_instance_with_one_map_index(harness: Ha
     run, run_pk, spec = _ready_to_expand(harness, write_dag, 3)
     harness.tick()
     row = harness.store.task_instance(run.run_id, "load", 1)
-    with pytest.raises(IntegrityError):
-        with harness.store.write() as conn:
-            conn.execute(
-                insert(m.task_instances).values(
-                    run_pk=run_pk, dag_id=row.dag_id, run_id=row.run_id, task_id="load",
-                    map_index=1, state="queued", try_number=0, max_tries=1, queue="default",
-                )
-            )  # fmt: skip
+    with pytest.raises(IntegrityError), harness.store.write() as conn:
+        conn.execute(
+            insert(m.task_instances).values(
+                run_pk=run_pk, dag_id=row.dag_id, run_id=row.run_id, task_id="load",
+                map_index=1, state="queued", try_number=0, max_tries=1, queue="default",
+            )
+        )  # fmt: skip
     assert len(_instances(harness.store, run.run_id, "load")) == 3
 
 

@@ -23,6 +23,7 @@ def _refused(exc: pytest.ExceptionInfo, line: int, text: str) -> None:
 
 def test_partial_expand_serializes_and_wires_the_source_upstream():
     with DAG("m", params={"n": [1, 2]}) as dag:
+
         @task
         def list_files(ctx):
             return []
@@ -50,6 +51,7 @@ def test_partial_expand_serializes_and_wires_the_source_upstream():
 
 def test_shell_tasks_and_expand_kwargs_can_be_mapped():
     with DAG("m2") as dag:
+
         @task
         def pairs(ctx):
             return []
@@ -59,85 +61,82 @@ def test_shell_tasks_and_expand_kwargs_can_be_mapped():
 
 
 def test_expand_over_something_that_is_not_a_task_list_or_param():
-    with pytest.raises(DagDefinitionError) as exc:
-        with DAG("bad"):
-            @task
-            def load(ctx, path):
-                return path
+    with pytest.raises(DagDefinitionError) as exc, DAG("bad"):
 
-            line = _line() + 1
-            load.expand(path="s3://bucket/")
+        @task
+        def load(ctx, path):
+            return path
+
+        line = _line() + 1
+        load.expand(path="s3://bucket/")
     _refused(exc, line, "expand(path=...) needs an upstream task, a list or dag.param(...)")
 
 
 def test_a_mapped_argument_the_function_does_not_accept():
-    with pytest.raises(DagDefinitionError) as exc:
-        with DAG("bad"):
-            @task
-            def load(ctx, path):
-                return path
+    with pytest.raises(DagDefinitionError) as exc, DAG("bad"):
 
-            line = _line() + 1
-            load.expand(path=["a"], colour=["red"])
+        @task
+        def load(ctx, path):
+            return path
+
+        line = _line() + 1
+        load.expand(path=["a"], colour=["red"])
     _refused(exc, line, "load() does not take the argument 'colour'")
 
 
 def test_partial_and_expand_naming_the_same_argument():
-    with pytest.raises(DagDefinitionError) as exc:
-        with DAG("bad"):
-            @task
-            def load(ctx, path):
-                return path
+    with pytest.raises(DagDefinitionError) as exc, DAG("bad"):
 
-            line = _line() + 1
-            load.partial(path="x").expand(path=["a"])
+        @task
+        def load(ctx, path):
+            return path
+
+        line = _line() + 1
+        load.partial(path="x").expand(path=["a"])
     _refused(exc, line, "'path' is given to both partial() and expand()")
 
 
 def test_a_required_argument_nobody_gives_and_an_unknown_param():
-    with pytest.raises(DagDefinitionError) as exc:
-        with DAG("bad"):
-            @task
-            def load(ctx, path, bucket):
-                return path
+    with pytest.raises(DagDefinitionError) as exc, DAG("bad"):
 
-            line = _line() + 1
-            load.expand(path=["a"])
+        @task
+        def load(ctx, path, bucket):
+            return path
+
+        line = _line() + 1
+        load.expand(path=["a"])
     _refused(exc, line, "load() needs 'bucket'")
-    with pytest.raises(DagDefinitionError) as exc:
-        with DAG("bad", params={"n": 1}) as dag:
-            line = _line() + 1
-            dag.param("m")
+    with pytest.raises(DagDefinitionError) as exc, DAG("bad", params={"n": 1}) as dag:
+        line = _line() + 1
+        dag.param("m")
     _refused(exc, line, "DAG 'bad' has no param 'm' (params: n)")
 
 
 def test_expand_twice_a_branch_task_http_task_and_a_shell_template_name():
-    with pytest.raises(DagDefinitionError) as exc:
-        with DAG("bad"):
-            @task
-            def load(ctx, path):
-                return path
+    with pytest.raises(DagDefinitionError) as exc, DAG("bad"):
 
-            load.expand(path=["a"])
-            line = _line() + 1
-            load.expand(path=["b"])
+        @task
+        def load(ctx, path):
+            return path
+
+        load.expand(path=["a"])
+        line = _line() + 1
+        load.expand(path=["b"])
     _refused(exc, line, "mapped already")
-    with pytest.raises(DagDefinitionError) as exc:
-        with DAG("bad") as dag:
-            line = _line() + 1
-            dag.shell("s", "echo {{ ds }}").expand(ds=["a"])
+    with pytest.raises(DagDefinitionError) as exc, DAG("bad") as dag:
+        line = _line() + 1
+        dag.shell("s", "echo {{ ds }}").expand(ds=["a"])
     _refused(exc, line, "'ds' cannot be a mapped argument of a shell command")
-    with pytest.raises(DagDefinitionError) as exc:
-        with DAG("bad") as dag:
-            line = _line() + 1
-            dag.http("h", "http://127.0.0.1/").expand(x=[1])
+    with pytest.raises(DagDefinitionError) as exc, DAG("bad") as dag:
+        line = _line() + 1
+        dag.http("h", "http://127.0.0.1/").expand(x=[1])
     _refused(exc, line, "only Python and shell tasks can be mapped")
-    with pytest.raises(DagDefinitionError) as exc:
-        with DAG("bad"):
-            @task
-            def pick(ctx, x):
-                return None
+    with pytest.raises(DagDefinitionError) as exc, DAG("bad"):
 
-            line = _line() + 1
-            pick.partial(x=object())
+        @task
+        def pick(ctx, x):
+            return None
+
+        line = _line() + 1
+        pick.partial(x=object())
     _refused(exc, line, "partial() values must be JSON-serialisable")

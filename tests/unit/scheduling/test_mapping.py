@@ -44,7 +44,13 @@ def test_empty_list_gives_no_items_and_empty_factor_empties_the_product():
 
 @pytest.mark.parametrize(
     ("value", "kind"),
-    [({"a": 1}, "an object"), ("abc", "a string"), (3, "a number"), (None, "null"), (True, "a boolean")],
+    [
+        ({"a": 1}, "an object"),
+        ("abc", "a string"),
+        (3, "a number"),
+        (None, "null"),
+        (True, "a boolean"),
+    ],
 )
 def test_a_value_that_is_not_a_list_is_refused_naming_task_and_source(value, kind):
     with pytest.raises(MapError) as err:
@@ -54,9 +60,16 @@ def test_a_value_that_is_not_a_list_is_refused_naming_task_and_source(value, kin
 
 
 def test_more_items_than_the_limit_names_length_limit_and_source():
-    with pytest.raises(MapError, match=r"'load': 11 items from list_files is more than max_map_length \(10\)"):
-        map_items(_expand(p={"task": "list_files"}), {"p": list(range(11))}, limit=10, task_id="load")
-    assert len(map_items(_expand(p={"task": "s"}), {"p": list(range(10))}, limit=10, task_id="x")) == 10
+    with pytest.raises(
+        MapError, match=r"'load': 11 items from list_files is more than max_map_length \(10\)"
+    ):
+        map_items(
+            _expand(p={"task": "list_files"}), {"p": list(range(11))}, limit=10, task_id="load"
+        )
+    assert (
+        len(map_items(_expand(p={"task": "s"}), {"p": list(range(10))}, limit=10, task_id="x"))
+        == 10
+    )
 
 
 def test_a_cross_product_over_the_limit_names_each_factor():
