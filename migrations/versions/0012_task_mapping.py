@@ -35,9 +35,13 @@ def upgrade() -> None:
         batch_op.add_column(
             sa.Column("map_index", sa.Integer(), nullable=False, server_default="-1")
         )
+    with op.batch_alter_table("events", schema=None) as batch_op:
+        batch_op.add_column(sa.Column("map_index", sa.Integer(), nullable=True))
 
 
 def downgrade() -> None:
+    with op.batch_alter_table("events", schema=None) as batch_op:
+        batch_op.drop_column("map_index")
     with op.batch_alter_table("task_tries", schema=None) as batch_op:
         batch_op.drop_column("map_index")
     # a run's mapped instances other than the first cannot survive the old unique key

@@ -122,6 +122,7 @@ def record_event(
     run_id: str | None = None,
     task_id: str | None = None,
     try_number: int | None = None,
+    map_index: int | None = None,
 ) -> None:
     conn.execute(
         insert(m.events).values(
@@ -132,6 +133,7 @@ def record_event(
             run_id=run_id,
             task_id=task_id,
             try_number=try_number,
+            map_index=map_index if map_index is not None and map_index >= 0 else None,
         )
     )
 

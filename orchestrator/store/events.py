@@ -33,7 +33,15 @@ class EventStore(StoreBase):
         with self.read() as conn:
             return [
                 EventRecord(
-                    r.id, r.at, r.kind, r.dag_id, r.run_id, r.task_id, r.try_number, r.message
+                    r.id,
+                    r.at,
+                    r.kind,
+                    r.dag_id,
+                    r.run_id,
+                    r.task_id,
+                    r.try_number,
+                    r.message,
+                    r.map_index,
                 )
                 for r in conn.execute(q)
             ]

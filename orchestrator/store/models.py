@@ -243,6 +243,7 @@ events = Table(
     Column("task_id", String(250)),
     Column("try_number", Integer),
     Column("message", Text, nullable=False),
+    Column("map_index", Integer),  # the instance of a mapped task it is about (0012)
     Index(None, "dag_id", "id"),
 )
 

@@ -232,6 +232,7 @@ class EventRecord(Record):
     task_id: str | None
     try_number: int | None
     message: str
+    map_index: int | None = None  # the mapped task instance it is about (issue 14)
 
 
 @dataclass(frozen=True)

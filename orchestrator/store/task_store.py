@@ -249,6 +249,7 @@ class TaskStore(StoreBase):
                 run_id=row.run_id,
                 task_id=row.task_id,
                 try_number=try_number,
+                map_index=row.map_index,
             )
             log.warning(
                 "%s dag_id=%s run_id=%s task_id=%s try=%s: %s",

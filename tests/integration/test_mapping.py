@@ -407,3 +407,34 @@ def test_a_bad_expand_is_an_import_error_naming_file_and_line(harness: Harness, 
     [error] = [e for e in harness.store.import_errors() if e.fileloc == str(path)]
     assert "bad_map.py:9:" in error.message
     assert "needs an upstream task, a list or dag.param(...)" in error.message
+
+
+ALL_FAIL = """
+from orchestrator import DAG, task
+
+with DAG("all_fail", schedule=None, params={"n": [0, 1, 2]}) as dag:
+    @task
+    def boom(ctx, n):
+        raise RuntimeError(f"item {n} fails")
+
+    boom.expand(n=dag.param("n"))
+"""
+
+
+def test_metrics_and_alerts_count_every_instance(harness: Harness, write_dag, settings):
+    from orchestrator.observability.alerts.watchdog import AlertWatchdog
+    from orchestrator.observability.metrics import StoreCollector
+
+    write_dag("all_fail.py", ALL_FAIL)
+    harness.parse()
+    watchdog = AlertWatchdog(harness.store, settings)
+    watchdog.check(harness.clock.now())
+    run = harness.store.trigger_run("all_fail", harness.clock.now())
+    assert harness.run_until_finished(run.run_id).state == "failed"
+    alerts = watchdog.check(harness.clock.now())
+    dead = sorted(a.message.split(":")[0] for a in alerts if a.kind == "task_dead_lettered")
+    assert dead == ["task boom[0]", "task boom[1]", "task boom[2]"]
+    families = {f.name: f for f in StoreCollector(harness.store, harness.clock.now()).collect()}
+    failed = [s.value for s in families["orchestrator_task_instances"].samples
+              if s.labels["state"] == "failed"]  # fmt: skip
+    assert failed == [3]
