@@ -40,8 +40,15 @@ def set_paused(store: Store, dag_id: str, paused: bool, now: datetime) -> str:
     return f"{dag_id} {word}." if changed else f"{dag_id} was {word} already."
 
 
-def clear(store: Store, run_id: str, task_id: str, downstream: bool, now: datetime) -> str:
-    cleared = store.clear_task(run_id, task_id, now, downstream=downstream)
+def clear(
+    store: Store,
+    run_id: str,
+    task_id: str,
+    downstream: bool,
+    now: datetime,
+    map_index: int | None = None,
+) -> str:
+    cleared = store.clear_task(run_id, task_id, now, downstream=downstream, map_index=map_index)
     if not cleared:
         raise StateError(f"{task_id} is not finished, so there is nothing to clear")
     return f"Cleared {', '.join(cleared)} in {run_id}; they will run again."

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from sqlalchemy import func, select, union_all
 
@@ -22,6 +22,8 @@ from orchestrator.authoring.spec import DagSpec
 from orchestrator.store import Store
 from orchestrator.store import models as m
 from orchestrator.store.records import Record, RunRecord, TaskInstanceRecord, TryRecord
+
+from .mapped import summary_state
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,7 @@ class Cell(NamedTuple):
 
     state: str
     try_number: int
+    instances: int = 0  # a mapped task's number of instances (0: not mapped)
 
 
 def recent_runs(
@@ -149,11 +152,23 @@ def grid(store: Store, dag_id: str, *, limit: int) -> tuple[list[RunRecord], dic
         cells: dict[tuple[str, str], Cell] = {}
         if runs:
             by_pk = {run.id: run.run_id for run in runs}
-            q = select(ti.c.run_pk, ti.c.task_id, ti.c.state, ti.c.try_number).where(
-                ti.c.run_pk.in_(list(by_pk))
-            )
+            q = select(
+                ti.c.run_pk, ti.c.task_id, ti.c.state, ti.c.try_number, ti.c.map_index
+            ).where(ti.c.run_pk.in_(list(by_pk)))
+            mapped: dict[tuple[str, str], list[Any]] = {}
             for row in conn.execute(q):
-                cells[(by_pk[row.run_pk], row.task_id)] = Cell(row.state, row.try_number)
+                key = (by_pk[row.run_pk], row.task_id)
+                if row.map_index >= 0:
+                    mapped.setdefault(key, []).append(row)
+                else:
+                    cells[key] = Cell(row.state, row.try_number)
+            for key, group in mapped.items():  # a mapped task: one cell, its instances summed
+                counts: dict[str, int] = {}
+                for row in group:
+                    counts[row.state] = counts.get(row.state, 0) + 1
+                cells[key] = Cell(
+                    summary_state(counts), max(row.try_number for row in group), len(group)
+                )
     return runs, cells
 
 
@@ -177,6 +192,7 @@ class TaskLine(NamedTuple):
     owner: str | None
     start_date: datetime | None
     end_date: datetime | None
+    map_index: int = -1
 
 
 class TryLine(NamedTuple):
@@ -187,6 +203,7 @@ class TryLine(NamedTuple):
     state: str
     start_date: datetime
     end_date: datetime | None
+    map_index: int = -1
 
 
 def task_lines(store: Store, run_id: str) -> list[TaskLine]:
@@ -213,9 +230,19 @@ def task_states(store: Store, run_id: str) -> dict[str, str]:
     """task_id -> state for one run: all the graph of a DAG's page needs of it."""
     ti = m.task_instances
     with store.read() as conn:
-        return dict(
-            conn.execute(select(ti.c.task_id, ti.c.state).where(ti.c.run_id == run_id)).all()
-        )
+        rows = conn.execute(
+            select(ti.c.task_id, ti.c.state, ti.c.map_index).where(ti.c.run_id == run_id)
+        ).all()
+    out: dict[str, str] = {}
+    mapped: dict[str, dict[str, int]] = {}
+    for task_id, state, map_index in rows:
+        if map_index >= 0:  # a mapped task: its instances summed up in one state
+            by = mapped.setdefault(task_id, {})
+            by[state] = by.get(state, 0) + 1
+        else:
+            out[task_id] = state
+    out.update({t: summary_state(c) for t, c in mapped.items()})
+    return out
 
 
 def run_tries(store: Store, run_id: str) -> list[TryRecord]:
@@ -285,11 +312,13 @@ def dag_summary(store: Store, dag_id: str, *, limit: int) -> dict:
                          for x in reversed(runs)]}  # fmt: skip
 
 
-def result_of(store: Store, run_id: str, task_id: str) -> str | None:
+def result_of(store: Store, run_id: str, task_id: str, map_index: int = -1) -> str | None:
     ti = m.task_instances
     with store.read() as conn:
         return conn.execute(
-            select(ti.c.result).where(ti.c.run_id == run_id, ti.c.task_id == task_id)
+            select(ti.c.result).where(
+                ti.c.run_id == run_id, ti.c.task_id == task_id, ti.c.map_index == map_index
+            )
         ).scalar_one_or_none()
 
 

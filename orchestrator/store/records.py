@@ -153,6 +153,7 @@ class TaskInstanceRecord(Record):
     lost_tries: int = 0  # tries lost to infrastructure (lease expired, handed back)
     # 0..n-1 for the instances of a mapped task, -1 otherwise (issue 14)
     map_index: int = -1
+    map_kwargs: str | None = None  # a mapped instance's arguments (JSON object)
 
     @classmethod
     def from_row(cls, row: Any) -> TaskInstanceRecord:
@@ -173,6 +174,7 @@ class TaskInstanceRecord(Record):
             error=row.error,
             lost_tries=row.lost_tries,
             map_index=row._mapping.get("map_index", -1),
+            map_kwargs=row._mapping.get("map_kwargs"),
         )
 
 
