@@ -438,3 +438,15 @@ def test_metrics_and_alerts_count_every_instance(harness: Harness, write_dag, se
     failed = [s.value for s in families["orchestrator_task_instances"].samples
               if s.labels["state"] == "failed"]  # fmt: skip
     assert failed == [3]
+
+
+def test_the_fan_out_example_maps_over_its_chunks_param(harness: Harness, settings):
+    import shutil
+    from pathlib import Path
+
+    shutil.copy(Path(__file__).resolve().parents[2] / "dags" / "fan_out.py", settings.dags_folder)
+    harness.parse()
+    run = harness.store.trigger_run("fan_out", harness.clock.now(), conf={"chunks": 4})
+    assert harness.run_until_finished(run.run_id).state == "success"
+    assert len(_instances(harness.store, run.run_id, "square")) == 4
+    assert harness.store.results(run.run_id, ["combine"]) == {"combine": str(0 + 1 + 4 + 9)}
