@@ -33,6 +33,8 @@ class TaskContext:
     _results: dict[str, str | None] = field(default_factory=dict, repr=False)
     # a mapped task's instance: 0..n-1 (its item of the map); -1 for an unmapped task
     map_index: int = -1
+    # the upstream tasks a mapped instance is mapped over: their lists are not sent to it
+    mapped_over: tuple[str, ...] = ()
 
     def upstream(self, task_id: str) -> Any:
         """The JSON return value of upstream task ``task_id`` (None if it returned None);
@@ -41,6 +43,11 @@ class TaskContext:
             raise KeyError(
                 f"task {self.task_id!r} has no upstream task {task_id!r} "
                 f"(upstream: {', '.join(self.upstream_ids) or 'none'})"
+            )
+        if task_id in self.mapped_over:
+            raise KeyError(
+                f"task {self.task_id!r} is mapped over {task_id!r}: instance {self.map_index} "
+                f"gets its item as an argument, not {task_id!r}'s whole list"
             )
         raw = self._results.get(task_id)
         return None if raw is None else json.loads(raw)

@@ -227,6 +227,7 @@ def run_try(job: dict[str, Any], cache: dict[str, tuple[int, dict[str, Any]]]) -
         upstream_ids=tuple(job["upstream"]),
         _results=job["results"],
         map_index=job.get("map_index", -1),
+        mapped_over=tuple(job.get("mapped_over") or ()),
     )
     kwargs = job.get("map_kwargs")  # a mapped instance's arguments (None: not mapped)
     logger.info(

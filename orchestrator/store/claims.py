@@ -23,6 +23,7 @@ from typing import Any
 from sqlalchemy import Connection, bindparam, delete, func, insert, select, update
 
 from orchestrator.errors import ConfigError, NotFoundError
+from orchestrator.scheduling.mapping import task_sources
 from orchestrator.states import TASK_CLAIMABLE, TaskState
 from orchestrator.store import models as m
 from orchestrator.store.base import StoreBase, record_event
@@ -98,9 +99,13 @@ class ClaimStore(StoreBase):
         ups: list[tuple[str, ...]] = []
         for c in claims:
             try:
-                ups.append(self.spec(c.dag_id, c.version_hash).tasks[c.task_id].upstream)  # type: ignore[attr-defined]
+                task = self.spec(c.dag_id, c.version_hash).tasks[c.task_id]  # type: ignore[attr-defined]
             except Exception:  # noqa: BLE001 - the worker fails the try when it dispatches
                 ups.append(())
+                continue
+            # a mapped instance gets its item, not the whole list it was mapped over
+            over = task_sources(task.mapping) if c.map_index >= 0 else ()
+            ups.append(tuple(u for u in task.upstream if u not in over))
         # results recorded earlier in this transaction are not read back
         local = [all((c.run_id, u) in known for u in up) for c, up in zip(claims, ups, strict=True)]
         found = upstream_results_in(
