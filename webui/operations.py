@@ -55,9 +55,15 @@ def clear(
 
 
 def mark(
-    store: Store, run_id: str, task_id: str, state: str, now: datetime, who: str | None
+    store: Store,
+    run_id: str,
+    task_id: str,
+    state: str,
+    now: datetime,
+    who: str | None,
+    map_index: int | None = None,
 ) -> str:
-    was = store.mark_task(run_id, task_id, state, now, who=who)
+    was = store.mark_task(run_id, task_id, state, now, who=who, map_index=map_index)
     return f"Marked {task_id} in {run_id} {state} (was {was})."
 
 

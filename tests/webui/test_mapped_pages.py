@@ -106,3 +106,16 @@ def test_clearing_one_instance_from_its_page(client, csrf, mapped_run, store):
         f"/runs/{run_id}/tasks/load/clear", data={"csrf_token": csrf, "map_index": "x"}
     )
     assert bad.status_code == 400
+
+
+def test_marking_one_instance_from_its_page(client, csrf, mapped_run, store):
+    run_id = mapped_run.run_id
+    resp = client.post(
+        f"/runs/{run_id}/tasks/load/mark",
+        data={"csrf_token": csrf, "map_index": "7", "state": "success"},
+    )
+    assert resp.status_code == 302 and resp.headers["Location"].endswith("/tasks/load/map/7")
+    states = {t.map_index: t.state for t in store.task_instances(run_id) if t.task_id == "load"}
+    assert states[7] == "success" and set(states.values()) == {"success"}
+    [event] = [e for e in store.events(run_id=run_id) if e.kind == "task_marked_success"]
+    assert event.map_index == 7

@@ -111,7 +111,13 @@ def clear(run_id: str, task_id: str) -> Response:
 @bp.post("/runs/<run_id>/tasks/<task_id>/mark")
 def mark(run_id: str, task_id: str) -> Response:
     state = request.form.get("state", "")
+    map_index = form_map_index()  # one instance of a mapped task (issue 14)
+    back = _ti_url(run_id, task_id)
+    if map_index is not None:
+        back = url_for(
+            "runs.task_detail_mapped", run_id=run_id, task_id=task_id, map_index=map_index
+        )
     return _do(
-        lambda: ops.mark(get_store(), run_id, task_id, state, now(), current_user()),
-        _ti_url(run_id, task_id),
+        lambda: ops.mark(get_store(), run_id, task_id, state, now(), current_user(), map_index),
+        back,
     )
