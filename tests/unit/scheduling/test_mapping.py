@@ -106,3 +106,48 @@ def test_sources_collect_and_describe():
     assert collect([(2, "c"), (0, "a"), (1, "b")]) == ["a", "b", "c"]
     assert describe({"param": "n"}) == "param 'n'"
     assert describe({"literal": []}) == "a literal list"
+
+
+def test_the_explainer_says_what_list_a_mapped_task_waits_for():
+    from datetime import UTC, datetime
+
+    from orchestrator.scheduling.explain import MAP_EXPANDING, MAP_WAITING, TaskFacts, explain_task
+
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    base = dict(now=now, dag_id="d", run_id="r", task_id="load", task_state="scheduled")
+    waiting = explain_task(
+        TaskFacts(
+            **base,
+            upstream=(("list_files", "running"), ("setup", "queued")),
+            map_sources=("list_files",),
+        )  # fmt: skip
+    )
+    assert [r.code for r in waiting][:2] == [MAP_WAITING, "upstream_waiting"]
+    assert waiting[0].message.startswith("waiting for list_files to produce the list")
+    assert "setup (queued)" in waiting[1].message and "list_files" not in waiting[1].message
+    ready = explain_task(
+        TaskFacts(**base, upstream=(("list_files", "success"),), map_sources=("list_files",))
+    )
+    assert ready[0].code == MAP_EXPANDING
+    # an instance (no map_sources): the ordinary reasons
+    plain = explain_task(TaskFacts(**base, upstream=(("list_files", "running"),)))
+    assert [r.code for r in plain] == ["upstream_waiting", "no_live_worker"]
+
+
+def test_a_mapped_instance_cannot_read_the_whole_list_it_is_mapped_over():
+    import logging
+    from datetime import UTC, datetime
+
+    from orchestrator.authoring.context import TaskContext
+
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    ctx = TaskContext(
+        dag_id="d", run_id="r", task_id="load", logical_date=now, data_interval_start=now,
+        data_interval_end=now, try_number=1, params={}, idempotency_key="d/r/load/2",
+        log=logging.getLogger("t"), upstream_ids=("list_files", "config"),
+        _results={"config": '{"a": 1}'}, map_index=2, mapped_over=("list_files",),
+    )  # fmt: skip
+    assert ctx.upstream("config") == {"a": 1}
+    with pytest.raises(KeyError, match="instance 2 gets its item as an argument"):
+        ctx.upstream("list_files")
+    assert ctx.template_vars("UTC")["map_index"] == 2
