@@ -450,3 +450,63 @@ def test_the_fan_out_example_maps_over_its_chunks_param(harness: Harness, settin
     assert harness.run_until_finished(run.run_id).state == "success"
     assert len(_instances(harness.store, run.run_id, "square")) == 4
     assert harness.store.results(run.run_id, ["combine"]) == {"combine": str(0 + 1 + 4 + 9)}
+
+
+def test_migration_0012_keeps_task_instances_and_tries_on_sqlite(sqlite_url):
+    """SQLite recreates task_instances for the new unique key: no try may cascade away,
+    and every existing instance is map_index -1; downgrading keeps them too."""
+    import os
+
+    from sqlalchemy import text
+
+    from orchestrator.store.db import make_engine, upgrade
+
+    path = sqlite_url.removeprefix("sqlite:///")
+    os.remove(path)
+    upgrade(sqlite_url, "0011")
+    engine = make_engine(sqlite_url)
+    ts = "2026-01-01 00:00:00.000000"
+    with engine.begin() as conn:
+        conn.execute(
+            text(
+                "INSERT INTO dag_runs (id, run_id, dag_id, version_hash, run_type, logical_date, "
+                "data_interval_start, data_interval_end, state, conf, created_at) VALUES "
+                f"(1, 'r1', 'd', 'h', 'scheduled', '{ts}', '{ts}', '{ts}', 'success', '{{}}', '{ts}')"
+            )
+        )
+        conn.execute(
+            text(
+                "INSERT INTO task_instances (id, run_pk, dag_id, run_id, task_id, state, "
+                "try_number, max_tries, queue) VALUES (1, 1, 'd', 'r1', 't', 'success', 1, 1, 'q')"
+            )
+        )
+        conn.execute(text(
+            "INSERT INTO task_tries (ti_id, dag_id, run_id, task_id, try_number, worker, "
+            f"state, start_date) VALUES (1, 'd', 'r1', 't', 1, 'w', 'success', '{ts}')"
+        ))  # fmt: skip
+    engine.dispose()
+
+    def counts() -> list:
+        engine = make_engine(sqlite_url)
+        with engine.connect() as conn:
+            out = [
+                conn.execute(text(f"SELECT count(*) FROM {t}")).scalar()
+                for t in ("dag_runs", "task_instances", "task_tries")
+            ]
+            out.append(conn.execute(text("PRAGMA foreign_key_check")).all())
+        engine.dispose()
+        return out
+
+    upgrade(sqlite_url, "0012")
+    assert counts() == [1, 1, 1, []]
+    engine = make_engine(sqlite_url)
+    with engine.connect() as conn:
+        assert conn.execute(text("SELECT map_index FROM task_instances")).scalar() == -1
+        assert conn.execute(text("SELECT map_index FROM task_tries")).scalar() == -1
+    engine.dispose()
+    from alembic import command
+
+    from orchestrator.store.db import alembic_config
+
+    command.downgrade(alembic_config(sqlite_url), "0011")
+    assert counts() == [1, 1, 1, []]
