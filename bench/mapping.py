@@ -108,7 +108,7 @@ def measure(backend: str, url: str, workdir: str, args: argparse.Namespace) -> d
     ns = argparse.Namespace(
         concurrency=Settings.load({}).worker_concurrency,  # standalone's default
         workers=1,
-        mode="threads",
+        mode="auto",  # threads on SQLite (standalone), processes on PostgreSQL
         timeout=args.timeout,
         profile=args.profile,
         profile_top=25,
@@ -155,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python bench/mapping.py", description=__doc__.splitlines()[0])
     p.add_argument("--backend", choices=["sqlite", "postgres", "all"], default="all")
     p.add_argument("--items", type=int, default=10_000, help="map items (default 10000)")
-    p.add_argument("--timeout", type=float, default=300.0)
+    p.add_argument("--timeout", type=float, default=900.0, help="seconds per run (default 900)")
     p.add_argument("--pg-url", default=benchlib.DEFAULT_PG_URL, help="PostgreSQL admin URL")
     p.add_argument("--json", action="store_true")
     p.add_argument("--profile", metavar="DIR", help="cProfile the engine threads into DIR")
@@ -168,28 +168,34 @@ def main(argv: list[str] | None = None) -> int:
             if problem:
                 results[backend] = f"skipped: {problem}"
                 continue
-        with (
-            tempfile.TemporaryDirectory(prefix="orch-bench-map-") as workdir,
-            benchlib.fresh_database(backend, workdir, args.pg_url) as url,
-        ):
-            results[backend] = measure(backend, url, workdir, args)
+        try:
+            with (
+                tempfile.TemporaryDirectory(prefix="orch-bench-map-") as workdir,
+                benchlib.fresh_database(backend, workdir, args.pg_url) as url,
+            ):
+                results[backend] = measure(backend, url, workdir, args)
+        except benchlib.BenchError as exc:
+            results[backend] = f"failed: {exc}"
+        if not args.json:
+            _print(backend, results[backend])
     if args.json:
         print(json.dumps(results, indent=2))
-        return 0
-    for backend, figures in results.items():
-        print(f"{backend}:")
-        if isinstance(figures, str):
-            print(f"  {figures}")
-            continue
-        for name, value in figures.items():
-            target = TARGETS.get((backend, name))
-            mark = ""
-            if target:
-                op, bound = target
-                ok = value >= bound if op == ">=" else value < bound
-                mark = f"   (target {op} {bound:g}: {'met' if ok else 'MISSED'})"
-            print(f"  {name:20s} {value:12.3f}{mark}")
-    return 0
+    return 1 if any(isinstance(v, str) and v.startswith("failed") for v in results.values()) else 0
+
+
+def _print(backend: str, figures: dict[str, float] | str) -> None:
+    print(f"{backend}:", flush=True)
+    if isinstance(figures, str):
+        print(f"  {figures}", flush=True)
+        return
+    for name, value in figures.items():
+        target = TARGETS.get((backend, name))
+        mark = ""
+        if target:
+            op, bound = target
+            ok = value >= bound if op == ">=" else value < bound
+            mark = f"   (target {op} {bound:g}: {'met' if ok else 'MISSED'})"
+        print(f"  {name:20s} {value:12.3f}{mark}", flush=True)
 
 
 if __name__ == "__main__":
