@@ -510,3 +510,20 @@ def test_migration_0012_keeps_task_instances_and_tries_on_sqlite(sqlite_url):
 
     command.downgrade(alembic_config(sqlite_url), "0011")
     assert counts() == [1, 1, 1, []]
+
+
+def test_a_run_cleared_whole_expands_its_mapped_tasks_again(harness: Harness, write_dag):
+    from orchestrator.store.backfill_store import clear_run_in
+
+    write_dag("load_files.py", LOAD_FILES)
+    harness.parse()
+    run = harness.store.trigger_run("load_files", harness.clock.now(), conf={"n": 3})
+    harness.run_until_finished(run.run_id)
+    rec = harness.store.get_run(run.run_id)
+    spec = harness.store.spec("load_files", rec.version_hash)
+    with harness.store.write() as conn:
+        assert clear_run_in(conn, spec, rec.id, rec.run_id, harness.clock.now(), "test")
+    [placeholder] = _instances(harness.store, run.run_id, "load")
+    assert (placeholder.map_index, placeholder.state) == (-1, "scheduled")
+    assert harness.run_until_finished(run.run_id).state == "success"
+    assert [t.map_index for t in _instances(harness.store, run.run_id, "load")] == [0, 1, 2]
