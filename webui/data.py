@@ -29,7 +29,7 @@ from . import queries
 from .cron_words import schedule_in_words
 from .gantt import gantt
 from .layouts import Layouts
-from .mapped import collapse_lines, collapse_tries, task_counts
+from .mapped import merge_lines, merge_tries, task_counts
 
 RECENT_RUNS = 10
 GRID_RUNS = 25
@@ -160,10 +160,10 @@ def run_page(store: Store, layouts: Layouts, run_id: str, now: datetime) -> dict
     run = store.get_run(run_id)
     dag = store.get_dag(run.dag_id)
     spec = store.spec(run.dag_id, run.version_hash)
-    lines, counts = collapse_lines(queries.task_lines(store, run_id))
-    tries = queries.try_lines(store, run_id)
-    if counts:  # a mapped task is one row of the Gantt chart, one bar of its tries
-        tries = collapse_tries(tries, set(counts))
+    # a mapped task is one line, one row of the Gantt chart and one bar of its tries,
+    # summed up by the database (10,000 instances are a GROUP BY, not 10,000 rows)
+    lines, counts = merge_lines(*queries.run_lines(store, run_id))
+    tries = merge_tries(*queries.run_try_lines(store, run_id))
     states = {t.task_id: t.state for t in lines}
     order = [t for t in spec.topological_order if t in states]
     rank = {t: i for i, t in enumerate(spec.topological_order)}
