@@ -26,6 +26,7 @@ import statistics
 import sys
 import tempfile
 import time
+from datetime import timedelta
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import benchlib  # noqa: E402  (puts the repository root on sys.path)
@@ -102,9 +103,92 @@ def _expand_once(store, items: int) -> float:  # noqa: ANN001
     return elapsed
 
 
-def measure(backend: str, url: str, workdir: str, args: argparse.Namespace) -> dict[str, float]:
+def _synthetic_run(store, items: int):  # noqa: ANN001, ANN202
+    """A finished run of ``items`` mapped instances, each with one successful try,
+    written straight to the store (``--pages-only``: the pages without the run's wait)."""
+    from sqlalchemy import insert, select, update
+
+    from orchestrator.store import models as m
+    from orchestrator.store.expansion import expand_locked
+
+    now = SystemClock().now()
+    run = store.get_run(store.trigger_run("bench_mapping", now, conf={"n": items}).run_id)
+    spec = store.spec("bench_mapping", run.version_hash)
+    ti = m.task_instances
+    with store.write() as conn:
+        conn.execute(
+            update(m.dag_runs)
+            .where(m.dag_runs.c.id == run.id)
+            .values(state="running", start_date=now)
+        )
+        conn.execute(
+            update(ti)
+            .where(ti.c.run_pk == run.id, ti.c.task_id == "source")
+            .values(
+                state="success", result=json.dumps(list(range(items))), end_date=now, try_number=1
+            )
+        )
+        expand_locked(conn, spec, run.id, ["noop"], now, store.max_map_length)
+        end = now + timedelta(seconds=30)
+        conn.execute(
+            update(ti)
+            .where(ti.c.run_pk == run.id)
+            .values(state="success", start_date=now, end_date=end, try_number=1)
+        )
+        rows = conn.execute(
+            select(ti.c.id, ti.c.task_id, ti.c.map_index).where(ti.c.run_pk == run.id)
+        ).all()
+        conn.execute(
+            insert(m.task_tries),
+            [
+                {
+                    "ti_id": r.id,
+                    "dag_id": run.dag_id,
+                    "run_id": run.run_id,
+                    "task_id": r.task_id,
+                    "try_number": 1,
+                    "worker": "bench",
+                    "state": "success",
+                    "start_date": now,
+                    "end_date": end,
+                    "map_index": r.map_index,
+                }
+                for r in rows
+            ],
+        )
+        conn.execute(
+            update(m.dag_runs)
+            .where(m.dag_runs.c.id == run.id)
+            .values(state="success", end_date=end)
+        )
+    return store.get_run(run.run_id)  # fmt: skip
+
+
+def _pages(store, settings, run, items: int) -> dict[str, float]:  # noqa: ANN001
     from webui.app import create_app
 
+    app = create_app(settings, store)  # loopback: no login, as standalone
+    client = app.test_client()
+    last = (items + 99) // 100
+
+    def get(path: str):  # noqa: ANN202
+        def call() -> None:
+            response = client.get(path)
+            if response.status_code != 200:
+                raise benchlib.BenchError(f"GET {path}: {response.status_code}")
+
+        return call
+
+    return {
+        "run_page_ms": _median_ms(get(f"/runs/{run.run_id}")),
+        "grid_ms": _median_ms(get(f"/dags/bench_mapping?run_id={run.run_id}")),
+        "instances_page_ms": _median_ms(
+            get(f"/runs/{run.run_id}/tasks/noop/instances?page={last}")
+        ),
+    }
+
+
+def measure(backend: str, url: str, workdir: str, args: argparse.Namespace) -> dict[str, float]:
     ns = argparse.Namespace(
         concurrency=Settings.load({}).worker_concurrency,  # standalone's default
         workers=1,
@@ -116,6 +200,13 @@ def measure(backend: str, url: str, workdir: str, args: argparse.Namespace) -> d
     )
     ctx = benchlib.Context(backend, url, workdir, ns, benchlib.Profiles(args.profile))
     store, settings = benchlib.setup(ctx, "bench_mapping.py", mapped_dag(args.items))
+    if args.pages_only:
+        try:
+            return {"expand_s": min(_expand_once(store, args.items) for _ in range(3))} | _pages(
+                store, settings, _synthetic_run(store, args.items), args.items
+            )
+        finally:
+            store.dispose()
     try:
         run, wall = benchlib.run_dag(ctx, store, settings, "bench_mapping", "mapping")
         n = sum(1 for t in store.task_instances(run.run_id) if t.task_id == "noop")
@@ -124,29 +215,12 @@ def measure(backend: str, url: str, workdir: str, args: argparse.Namespace) -> d
         if store.results(run.run_id, ["reduce"]) != {"reduce": str(args.items)}:
             raise benchlib.BenchError("the reducer did not see every instance")
         expand_s = min(_expand_once(store, args.items) for _ in range(3))
-        app = create_app(settings, store)  # loopback: no login, as standalone
-        client = app.test_client()
-        last = (args.items + 99) // 100
-
-        def get(path: str):  # noqa: ANN202
-            def call() -> None:
-                response = client.get(path)
-                if response.status_code != 200:
-                    raise benchlib.BenchError(f"GET {path}: {response.status_code}")
-
-            return call
-
         return {
             "instances": float(n),
             "end_to_end_s": wall,
             "instances_per_s": n / wall,
             "expand_s": expand_s,
-            "run_page_ms": _median_ms(get(f"/runs/{run.run_id}")),
-            "grid_ms": _median_ms(get(f"/dags/bench_mapping?run_id={run.run_id}")),
-            "instances_page_ms": _median_ms(
-                get(f"/runs/{run.run_id}/tasks/noop/instances?page={last}")
-            ),
-        }
+        } | _pages(store, settings, run, args.items)
     finally:
         store.dispose()
 
@@ -158,6 +232,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--timeout", type=float, default=900.0, help="seconds per run (default 900)")
     p.add_argument("--pg-url", default=benchlib.DEFAULT_PG_URL, help="PostgreSQL admin URL")
     p.add_argument("--json", action="store_true")
+    p.add_argument(
+        "--pages-only",
+        action="store_true",
+        help="skip the timed run: time the expansion and the pages of a finished run "
+        "written straight to the store",
+    )
     p.add_argument("--profile", metavar="DIR", help="cProfile the engine threads into DIR")
     args = p.parse_args(argv)
     backends = ["sqlite", "postgres"] if args.backend == "all" else [args.backend]
