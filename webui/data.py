@@ -29,7 +29,7 @@ from . import queries
 from .cron_words import schedule_in_words
 from .gantt import gantt
 from .layouts import Layouts
-from .mapped import merge_lines, merge_tries, task_counts
+from .mapped import task_counts
 
 RECENT_RUNS = 10
 GRID_RUNS = 25
@@ -162,8 +162,8 @@ def run_page(store: Store, layouts: Layouts, run_id: str, now: datetime) -> dict
     spec = store.spec(run.dag_id, run.version_hash)
     # a mapped task is one line, one row of the Gantt chart and one bar of its tries,
     # summed up by the database (10,000 instances are a GROUP BY, not 10,000 rows)
-    lines, counts = merge_lines(*queries.run_lines(store, run_id))
-    tries = merge_tries(*queries.run_try_lines(store, run_id))
+    lines, counts = queries.merge_lines(*queries.run_lines(store, run_id))
+    tries = queries.merge_tries(*queries.run_try_lines(store, run_id))
     states = {t.task_id: t.state for t in lines}
     order = [t for t in spec.topological_order if t in states]
     rank = {t: i for i, t in enumerate(spec.topological_order)}

@@ -11,7 +11,7 @@ reads one page at a time through the unique key (run_pk, task_id, map_index).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -77,127 +77,6 @@ def counts_text(counts: Mapping[str, int]) -> str:
     """``"3 running, 9997 success"``: the instances by state, in precedence order."""
     order = [s for s in _PRECEDENCE if counts.get(s)] + sorted(set(counts) - set(_PRECEDENCE))
     return ", ".join(f"{counts[s]} {s.replace('_', ' ')}" for s in order)
-
-
-def collapse_lines(lines: Iterable[Any]) -> tuple[list[Any], dict[str, dict[str, int]]]:
-    """Task lines (:class:`webui.queries.TaskLine`) with each mapped task's instances
-    merged into one line, and those tasks' instance counts by state."""
-    out: list[Any] = []
-    counts: dict[str, dict[str, int]] = {}
-    merged: dict[str, list[Any]] = {}
-    for line in lines:
-        if line.map_index < 0:
-            out.append(line)
-            continue
-        group = merged.get(line.task_id)
-        if group is None:
-            merged[line.task_id] = [line]
-            out.append(line.task_id)  # its place, filled in below
-        else:
-            group.append(line)
-        by = counts.setdefault(line.task_id, {})
-        by[line.state] = by.get(line.state, 0) + 1
-    for i, item in enumerate(out):
-        if isinstance(item, str):
-            group = merged[item]
-            starts = [g.start_date for g in group if g.start_date is not None]
-            ends = [g.end_date for g in group]
-            out[i] = group[0]._replace(
-                state=summary_state(counts[item]),
-                try_number=max(g.try_number for g in group),
-                max_tries=max(g.max_tries for g in group),
-                owner=None,
-                start_date=min(starts) if starts else None,
-                end_date=None if any(e is None for e in ends) else max(ends),
-            )
-    return out, counts
-
-
-def merge_lines(
-    plain: list[Any], grouped: list[Any]
-) -> tuple[list[Any], dict[str, dict[str, int]]]:
-    """The run page's lines from :func:`webui.queries.run_lines`: the unmapped ones, then
-    one line per mapped task summing up its groups; and those tasks' counts by state."""
-    by_task: dict[str, list[Any]] = {}
-    for g in grouped:
-        by_task.setdefault(g.task_id, []).append(g)
-    out = list(plain)
-    counts: dict[str, dict[str, int]] = {}
-    if not by_task:
-        return out, counts
-    from .queries import TaskLine
-
-    for task_id, groups in by_task.items():
-        counts[task_id] = {g.state: g.count for g in groups}
-        starts = [g.start_date for g in groups if g.start_date is not None]
-        ends = [g.end_date for g in groups if g.end_date is not None]
-        still_open = any(g.open for g in groups)
-        out.append(
-            TaskLine(
-                task_id=task_id,
-                state=summary_state(counts[task_id]),
-                try_number=max(g.try_number for g in groups),
-                max_tries=max(g.max_tries for g in groups),
-                owner=None,
-                start_date=min(starts) if starts else None,
-                end_date=None if still_open or not ends else max(ends),
-                map_index=0,
-            )
-        )
-    return out, counts
-
-
-def merge_tries(plain: list[Any], grouped: list[Any]) -> list[Any]:
-    """The Gantt chart's tries from :func:`webui.queries.run_try_lines`: a mapped task's
-    tries as one span from its first start to its last end."""
-    by_task: dict[str, list[Any]] = {}
-    for g in grouped:
-        by_task.setdefault(g.task_id, []).append(g)
-    out = list(plain)
-    if not by_task:
-        return out
-    from .queries import TryLine
-
-    for task_id, groups in by_task.items():
-        counts = {g.state: 1 for g in groups}
-        ends = [g.end_date for g in groups if g.end_date is not None]
-        out.append(
-            TryLine(
-                task_id=task_id,
-                try_number=1,
-                state=summary_state(counts),
-                start_date=min(g.start_date for g in groups),
-                end_date=None if any(g.open for g in groups) or not ends else max(ends),
-                map_index=0,
-            )
-        )
-    return out
-
-
-def collapse_tries(tries: Iterable[Any], mapped: set[str]) -> list[Any]:
-    """Try lines with each mapped task's tries merged into one span (first start to
-    last end), so its Gantt row is one bar, not one per instance."""
-    out: list[Any] = []
-    spans: dict[str, list[Any]] = {}
-    for t in tries:
-        if t.task_id in mapped:
-            spans.setdefault(t.task_id, []).append(t)
-        else:
-            out.append(t)
-    for group in spans.values():
-        ends = [t.end_date for t in group]
-        counts: dict[str, int] = {}
-        for t in group:
-            counts[t.state] = counts.get(t.state, 0) + 1
-        out.append(
-            group[0]._replace(
-                try_number=1,
-                state=summary_state(counts),
-                start_date=min(t.start_date for t in group),
-                end_date=None if any(e is None for e in ends) else max(ends),
-            )
-        )
-    return out
 
 
 def task_counts(store: Store, run_id: str) -> dict[str, dict[str, int]]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from sqlalchemy import bindparam, func, select, type_coerce, union_all
 
@@ -446,3 +446,61 @@ def health_facts(store: Store, *, alive_since: datetime) -> HealthFacts:
         workers_alive=int(alive or 0),
         last_worker_heartbeat=last,
     )
+
+
+# -- mapped tasks summed up (issue 14) ---------------------------------------------------
+def merge_lines(
+    plain: list[Any], grouped: list[Any]
+) -> tuple[list[Any], dict[str, dict[str, int]]]:
+    """The run page's lines from :func:`webui.queries.run_lines`: the unmapped ones, then
+    one line per mapped task summing up its groups; and those tasks' counts by state."""
+    by_task: dict[str, list[Any]] = {}
+    for g in grouped:
+        by_task.setdefault(g.task_id, []).append(g)
+    out = list(plain)
+    counts: dict[str, dict[str, int]] = {}
+    if not by_task:
+        return out, counts
+    for task_id, groups in by_task.items():
+        counts[task_id] = {g.state: g.count for g in groups}
+        starts = [g.start_date for g in groups if g.start_date is not None]
+        ends = [g.end_date for g in groups if g.end_date is not None]
+        still_open = any(g.open for g in groups)
+        out.append(
+            TaskLine(
+                task_id=task_id,
+                state=summary_state(counts[task_id]),
+                try_number=max(g.try_number for g in groups),
+                max_tries=max(g.max_tries for g in groups),
+                owner=None,
+                start_date=min(starts) if starts else None,
+                end_date=None if still_open or not ends else max(ends),
+                map_index=0,
+            )
+        )
+    return out, counts
+
+
+def merge_tries(plain: list[Any], grouped: list[Any]) -> list[Any]:
+    """The Gantt chart's tries from :func:`webui.queries.run_try_lines`: a mapped task's
+    tries as one span from its first start to its last end."""
+    by_task: dict[str, list[Any]] = {}
+    for g in grouped:
+        by_task.setdefault(g.task_id, []).append(g)
+    out = list(plain)
+    if not by_task:
+        return out
+    for task_id, groups in by_task.items():
+        counts = {g.state: 1 for g in groups}
+        ends = [g.end_date for g in groups if g.end_date is not None]
+        out.append(
+            TryLine(
+                task_id=task_id,
+                try_number=1,
+                state=summary_state(counts),
+                start_date=min(g.start_date for g in groups),
+                end_date=None if any(g.open for g in groups) or not ends else max(ends),
+                map_index=0,
+            )
+        )
+    return out
