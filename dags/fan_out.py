@@ -1,4 +1,5 @@
-"""Fan-out/fan-in: one task splits the work, ten run in parallel, one combines."""
+"""Fan-out/fan-in: one task splits the work, one mapped task squares each chunk in
+parallel (as many instances as the ``chunks`` param says), one combines."""
 
 from datetime import UTC, datetime, timedelta
 
@@ -8,7 +9,7 @@ with DAG(
     "fan_out",
     schedule=timedelta(minutes=5),
     start_date=datetime(2026, 1, 1, tzinfo=UTC),
-    description="Splits work into 10 parallel chunks and combines the results.",
+    description="Splits work into parallel chunks (the chunks param) and combines the results.",
     params={"chunks": 10},
     tags=["example"],
 ) as dag:
@@ -18,14 +19,15 @@ with DAG(
         return list(range(ctx.params["chunks"]))
 
     @task
+    def square(ctx, chunk):
+        ctx.log.info("chunk %d of this run (map index %d)", chunk, ctx.map_index)
+        return chunk**2
+
+    @task
     def combine(ctx):
-        total = sum(ctx.upstream(f"square_{i}") for i in range(10))
+        total = sum(ctx.upstream("square"))  # the squares, in map order
         ctx.log.info("sum of squares: %d", total)
         return total
 
-    def square(ctx, i):
-        return ctx.upstream("split")[i] ** 2
-
-    for i in range(10):
-        # one function, ten tasks: give each its own task_id
-        split >> task(task_id=f"square_{i}")(lambda ctx, i=i: square(ctx, i)) >> combine
+    # one instance of square per item of split's list: 10 by default, --conf to change
+    square.expand(chunk=split) >> combine

@@ -203,6 +203,12 @@ FIELDS: dict[str, tuple[type, Any, str]] = {
         "module:Class of a secrets backend asked after the environment and the database",
     ),
     "secrets_backend_kwargs": (str, None, "JSON object of keyword arguments for secrets_backend"),
+    # issue 14: runtime task mapping
+    "max_map_length": (
+        int,
+        10_000,
+        "most task instances one mapped task may expand into in one run",
+    ),
 }
 
 
@@ -271,6 +277,8 @@ class Settings:
     secrets_key: str | None
     secrets_backend: str | None
     secrets_backend_kwargs: str | None
+    # issue 14: runtime task mapping
+    max_map_length: int = 10_000
 
     @property
     def log_dir(self) -> str:

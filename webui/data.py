@@ -29,6 +29,7 @@ from . import queries, task_groups
 from .cron_words import schedule_in_words
 from .gantt import gantt
 from .layouts import Layouts
+from .mapped import task_counts
 
 RECENT_RUNS = 10
 GRID_RUNS = 25
@@ -104,9 +105,12 @@ def dag_page(
     selected = next((r for r in runs if r.run_id == run_id), runs[-1] if runs else None)
     if run_id and (selected is None or selected.run_id != run_id):
         selected = store.get_run(run_id)
-    states = {}
+    states: dict[str, str] = {}
+    map_counts: dict[str, dict[str, int]] = {}
     if selected is not None:
         states = queries.task_states(store, selected.run_id)
+        if spec.mapped_tasks:
+            map_counts = task_counts(store, selected.run_id)
     page = max(page, 1)
     history, total = queries.runs_page(
         store, dag_id, state=state or None, offset=(page - 1) * HISTORY_PAGE, limit=HISTORY_PAGE,
@@ -128,6 +132,7 @@ def dag_page(
         "grid_columns": columns,
         "selected": selected,
         "states": states,
+        "map_counts": map_counts,
         "graph": layouts.get(store, spec, dag_id, dag.version_hash),
         "source": store.version_source(dag_id, dag.version_hash),
         "versions": (versions := store.dag_versions(dag_id)[::-1][:VERSIONS_SHOWN]),
@@ -167,8 +172,10 @@ def run_page(store: Store, layouts: Layouts, run_id: str, now: datetime) -> dict
     run = store.get_run(run_id)
     dag = store.get_dag(run.dag_id)
     spec = store.spec(run.dag_id, run.version_hash)
-    lines = queries.task_lines(store, run_id)
-    tries = queries.try_lines(store, run_id)
+    # a mapped task is one line, one row of the Gantt chart and one bar of its tries,
+    # summed up by the database (10,000 instances are a GROUP BY, not 10,000 rows)
+    lines, counts = queries.merge_lines(*queries.run_lines(store, run_id))
+    tries = queries.merge_tries(*queries.run_try_lines(store, run_id))
     states = {t.task_id: t.state for t in lines}
     order = [t for t in spec.topological_order if t in states]
     rank = {t: i for i, t in enumerate(spec.topological_order)}
@@ -181,6 +188,7 @@ def run_page(store: Store, layouts: Layouts, run_id: str, now: datetime) -> dict
         "tis": tis,
         "tries": tries,
         "states": states,
+        "map_counts": counts,
         "graph": layouts.get(store, spec, run.dag_id, run.version_hash),
         "gantt": gantt(run, tis, tries, order, upstream, now),
         "end": run.end_date or (now if run.start_date else None),
@@ -198,11 +206,22 @@ def run_version(store: Store, run: Any) -> dict[str, Any]:
 
 
 def rendered_command(
-    spec: DagSpec, run: Any, task_id: str, try_number: int, credentials: Any = None
+    spec: DagSpec,
+    run: Any,
+    task_id: str,
+    try_number: int,
+    credentials: Any = None,
+    ti: Any = None,
 ) -> tuple[str, str]:
     """(rendered command, '') or ('', why it cannot be rendered) for a shell task;
-    ``credentials`` give variables and connections, secrets as ``***``."""
+    ``credentials`` give variables and connections, secrets as ``***``; ``ti``: its task
+    instance, whose mapped arguments a mapped task's command uses."""
     task = spec.tasks[task_id]
+    map_index = ti.map_index if ti is not None else -1
+    kwargs: dict[str, Any] = {}
+    if task.mapping is not None:
+        kwargs = dict(task.mapping.get("partial") or {})
+        kwargs.update(json.loads(getattr(ti, "map_kwargs", None) or "{}"))
     params = dict(spec.params)
     params.update(run.conf)
     ctx = TaskContext(
@@ -214,14 +233,16 @@ def rendered_command(
         data_interval_end=run.data_interval_end,
         try_number=max(try_number, 1),
         params=params,
-        idempotency_key=idempotency_key(run.dag_id, run.run_id, task_id),
+        idempotency_key=idempotency_key(run.dag_id, run.run_id, task_id, map_index),
         log=logging.getLogger(__name__),
         credentials=credentials,
+        map_index=map_index,
     )
     try:
         if task.http is not None:
             return _request_text(render_request(task.http, ctx.template_vars(spec.timezone))), ""
-        return render_command(task.command or "", ctx.template_vars(spec.timezone)), ""
+        variables = ctx.template_vars(spec.timezone) | kwargs
+        return render_command(task.command or "", variables), ""
     except OrchestratorError as exc:
         return "", str(exc)
 
@@ -240,27 +261,37 @@ def _request_text(request: Request) -> str:
 
 
 def task_page(
-    store: Store, run_id: str, task_id: str, now: datetime, log_dir: str, stale: timedelta
+    store: Store,
+    run_id: str,
+    task_id: str,
+    now: datetime,
+    log_dir: str,
+    stale: timedelta,
+    map_index: int | None = None,
 ) -> dict[str, Any]:
+    """A task instance's page (``map_index``: which instance of a mapped task; None:
+    its first)."""
     from .logs import read_try_log
 
-    ti = store.task_instance(run_id, task_id)
+    ti = store.task_instance(run_id, task_id, map_index)
     run = store.get_run(run_id)
     dag = store.get_dag(run.dag_id)
     spec = store.spec(run.dag_id, run.version_hash)
     task = spec.tasks.get(task_id)
-    tries = store.tries(run_id, task_id)
+    tries = store.tries(run_id, task_id, ti.map_index)
     logs = {t.try_number: read_try_log(store, log_dir, t) for t in tries}
     upstream = list(task.upstream) if task else []
     results = store.results(run_id, upstream)
     command, command_error = ("", "")
     if task is not None and task.kind in ("shell", "http"):
         command, command_error = rendered_command(
-            spec, run, task_id, ti.try_number, _shown_credentials(store)
+            spec, run, task_id, ti.try_number, _shown_credentials(store), ti
         )
     reasons: list[Reason] = []
     if task is not None:
-        facts = store.task_facts(run_id, task_id, now, worker_stale_after=stale)
+        facts = store.task_facts(
+            run_id, task_id, now, worker_stale_after=stale, map_index=ti.map_index
+        )
         reasons = explain_task(facts)
     return {
         "ti": ti,
@@ -271,7 +302,9 @@ def task_page(
         "logs": logs,
         "upstream": upstream,
         "results": results,
-        "result": queries.result_of(store, run_id, task_id),
+        "result": queries.result_of(store, run_id, task_id, ti.map_index),
+        "mapped": bool(task is not None and task.mapped),
+        "map_kwargs": json.loads(ti.map_kwargs) if ti.map_kwargs else None,
         "command": command,
         "command_error": command_error,
         "reasons": reasons,

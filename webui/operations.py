@@ -56,17 +56,26 @@ def clear(
     downstream: bool,
     now: datetime,
     who: str | None = None,
+    map_index: int | None = None,
 ) -> str:
-    cleared = store.clear_task(run_id, task_id, now, downstream=downstream, who=who)
+    cleared = store.clear_task(
+        run_id, task_id, now, downstream=downstream, who=who, map_index=map_index
+    )
     if not cleared:
         raise StateError(f"{task_id} is not finished, so there is nothing to clear")
     return f"Cleared {', '.join(cleared)} in {run_id}; they will run again."
 
 
 def mark(
-    store: Store, run_id: str, task_id: str, state: str, now: datetime, who: str | None
+    store: Store,
+    run_id: str,
+    task_id: str,
+    state: str,
+    now: datetime,
+    who: str | None,
+    map_index: int | None = None,
 ) -> str:
-    was = store.mark_task(run_id, task_id, state, now, who=who)
+    was = store.mark_task(run_id, task_id, state, now, who=who, map_index=map_index)
     return f"Marked {task_id} in {run_id} {state} (was {was})."
 
 

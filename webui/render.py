@@ -25,6 +25,7 @@ from markupsafe import Markup, escape
 from . import task_groups
 from .formatting import duration, state_class, utc
 from .graph_layout import Layout
+from .mapped import counts_text
 
 _DEFS = (
     '<defs><marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" '
@@ -92,6 +93,7 @@ class Drawing:
                 n.id,
                 str(escape(n.id)),
                 quote(n.id, safe=""),
+                (n.x + n.w - 8, n.y + n.h / 2 + 4.5),
                 f'<rect x="{n.x}" y="{n.y}" width="{n.w}" height="{n.h}" rx="7"></rect>'
                 f'<rect class="node-stripe" x="{n.x}" y="{n.y}" width="6" height="{n.h}" '
                 f'rx="3"></rect><text x="{n.x + 16}" y="{n.y + n.h / 2 + 4.5}">'
@@ -110,23 +112,44 @@ class Drawing:
     def nodes(self) -> list[Any]:
         return self.layout.nodes
 
-    def svg(self, states: Mapping[str, str], task_href: str | None = None) -> Markup:
+    def svg(
+        self,
+        states: Mapping[str, str],
+        task_href: str | None = None,
+        counts: Mapping[str, Mapping[str, int]] | None = None,
+    ) -> Markup:
         """The SVG, nodes coloured by ``states`` (task_id -> state) and, with
-        ``task_href`` (a URL prefix the quoted task id completes), linked."""
+        ``task_href`` (a URL prefix the quoted task id completes), linked. A mapped
+        task's node (in ``counts``: its instances by state) shows how many instances
+        it has, lists them by state in its title and links to its instance list."""
         of = _states()
+        counts = counts or {}
         parts = [self._head, self._edges, task_groups.svg_boxes(self._boxes, states)]
-        for task_id, eid, qid, body in self._nodes:
+        for task_id, eid, qid, (cx, cy), body in self._nodes:
             cls, st = of(states.get(task_id, "none"))
-            extra_cls, extra_title = self._outlets.get(task_id, ("", ""))
-            head = f'<g class="node {cls}{extra_cls}" data-task-id="{eid}" data-state="{st}">'
+            mapped = counts.get(task_id)
+            extra, href = "", f"{task_href}{qid}"
+            extra_cls, extra_title = self._outlets.get(task_id, ("", ""))  # issue 15
+            data = f'data-task-id="{eid}" data-state="{st}"'
             if task_id in self.groups:  # hidden while its group is collapsed (app.js)
-                group = escape(self.groups[task_id])
-                head = f'<g class="node {cls}{extra_cls} hidden-in-group" data-task-id="{eid}" data-state="{st}" data-group="{group}">'
-            title = f"<title>{eid}: {st}{extra_title}</title>"
-            if task_href is None:
-                parts.append(f"{head}{title}{body}</g>")
+                extra_cls += " hidden-in-group"
+                data += f' data-group="{escape(self.groups[task_id])}"'
+            if mapped:  # issue 14: a mapped task's node counts its instances
+                text = escape(counts_text(mapped))
+                extra = (
+                    f'<text class="map-count" x="{cx}" y="{cy}" text-anchor="end">'
+                    f"[{sum(mapped.values())}]</text>"
+                )
+                head = f'<g class="node mapped {cls}{extra_cls}" {data} data-map-counts="{text}">'
+                title = f"<title>{eid}: {st} · {text}{extra_title}</title>"
+                href += "/instances"
             else:
-                parts.append(f'{head}<a href="{task_href}{qid}">{title}{body}</a></g>')
+                head = f'<g class="node {cls}{extra_cls}" {data}>'
+                title = f"<title>{eid}: {st}{extra_title}</title>"
+            if task_href is None:
+                parts.append(f"{head}{title}{body}{extra}</g>")
+            else:
+                parts.append(f'{head}<a href="{href}">{title}{body}{extra}</a></g>')
         parts.append("</svg>")
         return Markup("".join(parts))
 
@@ -172,6 +195,14 @@ def grid_rows(
                 row.append('<td><span class="cell cell-none"></span></td>')
                 continue
             cls, st = of(c.state)
+            if c.instances:  # a mapped task: the cell opens its instance list
+                row.append(
+                    f'<td><a class="cell mapped {cls}" data-state="{st}" '
+                    f'href="{href}{qid}/instances" '
+                    f'title="{eid} · {st} · {c.instances} instances" '
+                    f'aria-label="{eid} in {erun}: {st}, {c.instances} instances"></a></td>'
+                )
+                continue
             row.append(
                 f'<td><a class="cell {cls}" data-state="{st}" href="{href}{qid}" '
                 f'title="{eid} · {st} · try {c.try_number}" '
@@ -213,8 +244,12 @@ def _pill(cls: str, state: str) -> str:
     return f'<span class="pill {cls}">{escape(state.replace("_", " "))}</span>'
 
 
-def task_rows(tis: Iterable[Any], task_href: str) -> Markup:
-    """The run page's task instance rows; ``task_href`` is the run's task URL prefix."""
+def task_rows(
+    tis: Iterable[Any], task_href: str, counts: Mapping[str, Mapping[str, int]] | None = None
+) -> Markup:
+    """The run page's task instance rows; ``task_href`` is the run's task URL prefix.
+    A mapped task (in ``counts``) is one row linking to its instance list."""
+    counts = counts or {}
     of = _states()
     pills: dict[str, str] = {}
     owners: dict[str | None, str] = {}  # a run has a few workers and 10,000 tasks
@@ -228,6 +263,19 @@ def task_rows(tis: Iterable[Any], task_href: str) -> Markup:
         owner = owners.get(ti.owner)
         if owner is None:
             owner = owners[ti.owner] = str(escape(ti.owner or ""))
+        mapped = counts.get(ti.task_id)
+        if mapped:
+            n = sum(mapped.values())
+            out.append(
+                f'<tr data-task-id="{eid}" data-mapped="{n}"><td><a href="{href}'
+                f'{_quote(ti.task_id)}/instances">{eid}</a> <span class="muted small">'
+                f"[{n} instances: {escape(counts_text(mapped))}]</span></td><td>{pill}</td>"
+                f"<td>≤ {ti.try_number} / {ti.max_tries}</td>"
+                f'<td class="nowrap">{utc(ti.start_date, seconds=True)}</td>'
+                f'<td class="nowrap">{duration(ti.start_date, ti.end_date)}</td>'
+                f"<td></td></tr>"
+            )
+            continue
         out.append(
             f'<tr data-task-id="{eid}"><td><a href="{href}'
             f'{_quote(ti.task_id)}">{eid}</a></td><td>{pill}</td>'

@@ -94,6 +94,12 @@ ROUTE_ROLES: dict[str, str] = {
     "api_credentials.connections": "admin",
     "api_credentials.save_connection": "admin",
     "api_credentials.delete_connection": "admin",
+    # mapped task instances (issue 14): read side
+    "runs.task_detail_mapped": "viewer",
+    "runs.task_instances": "viewer",
+    "api.task_instance_mapped": "viewer",
+    "api.task_instances": "viewer",
+    "api.log_mapped": "viewer",
     # assets (issue 15): read side, and emitting an external event (a state change:
     # it can start runs of the DAGs scheduled on the asset)
     "assets.asset_list": "viewer",

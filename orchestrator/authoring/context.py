@@ -71,6 +71,10 @@ class TaskContext:
     log: logging.Logger
     upstream_ids: tuple[str, ...] = ()
     _results: dict[str, str | None] = field(default_factory=dict, repr=False)
+    # a mapped task's instance: 0..n-1 (its item of the map); -1 for an unmapped task
+    map_index: int = -1
+    # the upstream tasks a mapped instance is mapped over: their lists are not sent to it
+    mapped_over: tuple[str, ...] = ()
     # issue 16: where ctx.variable / ctx.connection and var / conn in templates read
     credentials: CredentialSource | None = field(default=None, repr=False)
     # issue 15: the task's outlet URIs; the events that started an asset-triggered run
@@ -109,11 +113,17 @@ class TaskContext:
         return {"outlet_events": dict(self._outlet_extras)} if self._outlet_extras else {}
 
     def upstream(self, task_id: str) -> Any:
-        """The JSON return value of upstream task ``task_id`` (None if it returned None)."""
+        """The JSON return value of upstream task ``task_id`` (None if it returned None);
+        for a mapped upstream task, the list of its instances' results in map order."""
         if task_id not in self.upstream_ids:
             raise KeyError(
                 f"task {self.task_id!r} has no upstream task {task_id!r} "
                 f"(upstream: {', '.join(self.upstream_ids) or 'none'})"
+            )
+        if task_id in self.mapped_over:
+            raise KeyError(
+                f"task {self.task_id!r} is mapped over {task_id!r}: instance {self.map_index} "
+                f"gets its item as an argument, not {task_id!r}'s whole list"
             )
         raw = self._results.get(task_id)
         return None if raw is None else json.loads(raw)
@@ -153,4 +163,5 @@ class TaskContext:
             "params": self.params,
             "idempotency_key": self.idempotency_key,
             **template_credentials(self.credentials),
+            "map_index": self.map_index,
         }

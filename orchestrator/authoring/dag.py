@@ -43,6 +43,7 @@ from orchestrator.authoring.assets import (  # Asset... re-exported: orchestrato
     split_schedule,
 )
 from orchestrator.authoring.http_request import HttpSpecError, http_spec
+from orchestrator.authoring.mapped import ParamRef, Partial, check_partial, declare
 from orchestrator.authoring.python_env import function_source, python_env_options
 from orchestrator.authoring.task_controls import SKIP_EXIT_CODE
 from orchestrator.authoring.templating import TemplateRenderError, check_template
@@ -253,12 +254,27 @@ class Task:
             function_source(fn, f"task {task_id!r}", where) if python_env and fn else None
         )
         self.upstream_ids: set[str] = set()
+        self.mapping: dict[str, Any] | None = None  # set by expand (authoring/mapped.py)
         self._pending_upstream: list[tuple[str, tuple[str | None, int | None]]] = []
         dag._add(self, where)
 
     @property
     def retry_policy(self) -> RetryPolicy:
         return RetryPolicy.of(self)
+
+    # -- mapping (authoring/mapped.py) -------------------------------------------
+    def partial(self, **fixed: Any) -> Partial:
+        """Fix some arguments of a task to be mapped: ``t.partial(a=1).expand(b=src)``."""
+        where = _caller()
+        return Partial(self, check_partial(self, fixed, where), where)
+
+    def expand(self, **sources: Any) -> Task:
+        """Map this task over lists: one task instance per item (their cross product)."""
+        return declare(self, "expand", sources, {}, _caller())
+
+    def expand_kwargs(self, source: Any) -> Task:
+        """Map this task over a list of dicts: one task instance per dict."""
+        return declare(self, "expand_kwargs", {"*": source}, {}, _caller())
 
     # -- wiring -----------------------------------------------------------------
     def _resolve(self, other: Task | str, where: tuple[str | None, int | None]) -> Task | str:
@@ -541,6 +557,13 @@ class DAG:
         return Task(
             self, task_id, http=request, response_check=response_check, where=where, **options
         )
+
+    def param(self, name: str) -> ParamRef:
+        """A param as a mapping source: ``load.expand(path=dag.param("paths"))``."""
+        if name not in self.params:
+            declared = ", ".join(sorted(self.params)) or "none"
+            raise _fail(f"DAG {self.dag_id!r} has no param {name!r} (params: {declared})")
+        return ParamRef(name)
 
     def task(self, fn: Callable[..., Any] | None = None, **options: Any) -> Any:
         """``@dag.task``: like :func:`task`, for a DAG not used as a context manager."""

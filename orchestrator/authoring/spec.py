@@ -78,6 +78,7 @@ def serialize_dag(dag: DAG) -> dict[str, Any]:
                 **({"max_lost_tries": t.max_lost_tries} if t.max_lost_tries is not None else {}),
                 **({"python_env": t.python_env} if getattr(t, "python_env", None) else {}),
                 **({"outlets": [o.uri for o in t.outlets]} if t.outlets else {}),  # issue 15
+                **({"mapping": t.mapping} if t.mapping is not None else {}),
                 **serialized(t.alerts, t.callbacks),
                 **controls_of_task(t),
             }
@@ -185,6 +186,9 @@ class TaskSpec:
     http: dict[str, Any] | None = None  # the request of an HTTP task
     # tries lost to infrastructure not held against retries; None: the setting
     max_lost_tries: int | None = None
+    # a mapped task's sources and fixed arguments (scheduling/mapping.py); None: not mapped
+    mapping: dict[str, Any] | None = None
+
     outlets: tuple[str, ...] = ()  # asset URIs a successful try records events for
     # issue 14: task groups and task controls (authoring/task_controls.py)
     group: str | None = None  # the task group path ("outer.inner"), None outside groups
@@ -192,6 +196,10 @@ class TaskSpec:
     depends_on_past: bool = False
     max_active_tis_per_dag: int | None = None
     skip_on_exit_code: int | None = SKIP_EXIT_CODE
+
+    @property
+    def mapped(self) -> bool:
+        return self.mapping is not None
 
     @property
     def max_tries(self) -> int:
@@ -275,6 +283,14 @@ class DagSpec:
         return tuple(t for t, d in self.downstream.items() if not d)
 
     @cached_property
+    def mapped_tasks(self) -> frozenset[str]:
+        """The ids of the DAG's mapped tasks (one instance per map item)."""
+        return frozenset(t.task_id for t in self.tasks.values() if t.mapping is not None)
+
+    def has_mapped_upstream(self, task_id: str) -> bool:
+        return any(u in self.mapped_tasks for u in self.tasks[task_id].upstream)
+
+    @cached_property
     def _complements(self) -> dict[str, tuple[str, ...]]:
         return {}
 
@@ -337,6 +353,7 @@ class DagSpec:
                 max_lost_tries=t.get("max_lost_tries"),
                 outlets=tuple(t.get("outlets") or ()),
                 **task_controls_from(t),
+                mapping=t.get("mapping"),
             )
         return cls(
             dag_id=data["dag_id"],

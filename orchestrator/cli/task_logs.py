@@ -24,8 +24,8 @@ FOLLOW_SECONDS = 1.0
 
 
 def _choose(args: argparse.Namespace, store: Any) -> Any:
-    store.task_instance(args.run_id, args.task_id)
-    tries = store.tries(args.run_id, args.task_id)
+    inst = store.task_instance(args.run_id, args.task_id, getattr(args, "map_index", None))
+    tries = store.tries(args.run_id, args.task_id, inst.map_index)
     if not tries:
         raise NotFoundError(f"task {args.task_id!r} of run {args.run_id!r} has not started yet")
     if args.try_number is None:
@@ -66,7 +66,7 @@ def show_try_log(args: argparse.Namespace, settings: Settings, store: Any) -> in
     if source is not None:  # streamed: a log of any size is printed in constant memory
         at = _end_after(source, sys.stdout.buffer, args.tail, escape)
     while args.follow:
-        t = next(x for x in store.tries(args.run_id, args.task_id)
+        t = next(x for x in store.tries(args.run_id, args.task_id, chosen.map_index)
                  if x.try_number == chosen.try_number)  # fmt: skip
         source, _ = _source(settings, store, t)
         printed = 0

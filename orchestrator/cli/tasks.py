@@ -31,10 +31,18 @@ def register(sub: Any, parents: Parents) -> None:
     p.add_argument("task_id")
     p.add_argument("--logical-date", default=None, help="ISO date or datetime (default: now)")
     p.add_argument("--params", default=None, help="JSON object merged over the DAG's params")
+    p.add_argument(
+        "--map-value",
+        default=None,
+        help="a mapped task: the JSON object of the one instance's mapped arguments, "
+        'e.g. \'{"path": "part-1.csv"}\'',
+    )
+    _map_index(p, "a mapped task: which instance to run (default 0)")
     p = parents.add(tasks, "logs", "print a try's log", json_output=True)
     p.add_argument("run_id")
     p.add_argument("task_id")
     p.add_argument("--try", dest="try_number", type=whole(1), default=None, help="default: latest")
+    _map_index(p, "a mapped task's instance (default: its first)")
     p.add_argument("--tail", type=_count, default=None, metavar="N", help="only the last N lines")
     p.add_argument(
         "--raw",
@@ -48,17 +56,24 @@ def register(sub: Any, parents: Parents) -> None:
     p.add_argument("run_id")
     p.add_argument("task_id")
     p.add_argument("--downstream", action="store_true", help="also clear its downstream tasks")
+    _map_index(p, "clear only this instance of a mapped task (default: all, expanded again)")
     p = parents.add(tasks, "why", "why is this task not running (yet)?", json_output=True)
     p.add_argument("run_id")
     p.add_argument("task_id")
+    _map_index(p, "a mapped task's instance (default: its first)")
     p = parents.add(tasks, "failed", "list dead-lettered task instances", json_output=True)
     p.add_argument("dag_id", nargs="?", default=None)
     p.add_argument("--limit", type=whole(1), default=100)
     p = parents.add(tasks, "retry", "give a dead-lettered task one more set of tries")
     p.add_argument("run_id")
     p.add_argument("task_id")
+    _map_index(p, "retry only this instance of a mapped task (default: every failed one)")
     for choice in tasks.choices.values():
         choice.set_defaults(handler=cmd_tasks)
+
+
+def _map_index(p: Any, text: str) -> None:
+    p.add_argument("--map-index", type=whole(0), default=None, metavar="N", help=text)
 
 
 def cmd_tasks(args: argparse.Namespace, settings: Settings) -> int:
@@ -66,11 +81,17 @@ def cmd_tasks(args: argparse.Namespace, settings: Settings) -> int:
         from orchestrator.engine.tasktest import run_task_test
 
         params = parse_json_object(args.params, "--params")
+        value = (
+            parse_json_object(args.map_value, "--map-value") if args.map_value is not None else None
+        )
         try:  # variables and connections from the database, when there is one
             found = open_store(settings)
         except OrchestratorError:
             found = None
-        return run_task_test(settings, args.dag_id, args.task_id, args.logical_date, params, found)
+        return run_task_test(
+            settings, args.dag_id, args.task_id, args.logical_date, params, found,
+            map_index=args.map_index, map_value=value,
+        )  # fmt: skip
     store = open_store(settings)
     if args.action in ("why", "failed", "retry"):
         return _dead_letters_and_why(args, settings, store)
@@ -81,7 +102,16 @@ def cmd_tasks(args: argparse.Namespace, settings: Settings) -> int:
             args,
             tis,
             tis,
-            ("task_id", "state", "try_number", "max_tries", "start_date", "end_date", "owner"),
+            (
+                "task_id",
+                "map_index",
+                "state",
+                "try_number",
+                "max_tries",
+                "start_date",
+                "end_date",
+                "owner",
+            ),  # fmt: skip
         )
         return 0
     if args.action == "logs":
@@ -95,6 +125,7 @@ def cmd_tasks(args: argparse.Namespace, settings: Settings) -> int:
             SystemClock().now(),
             downstream=args.downstream,
             who=cli_actor(),
+            map_index=args.map_index,
         )
         if args.json:
             emit(args, {"run_id": args.run_id, "cleared": cleared})
@@ -126,13 +157,17 @@ def _dead_letters_and_why(args: argparse.Namespace, settings: Settings, store: A
     now = SystemClock().now()
     if args.action == "why":
         stale = timedelta(seconds=settings.lease_seconds)
-        facts = store.task_facts(args.run_id, args.task_id, now, worker_stale_after=stale)
+        facts = store.task_facts(
+            args.run_id, args.task_id, now, worker_stale_after=stale, map_index=args.map_index
+        )
         reasons = explain_task(facts)
         if args.json:
             emit(args, {"run_id": args.run_id, "task_id": args.task_id,
+                        "map_index": facts.map_index,
                         "state": facts.task_state, "reasons": [r.to_dict() for r in reasons]})  # fmt: skip
         else:
-            print(f"{args.task_id} in {args.run_id} is {facts.task_state}:")
+            label = args.task_id + (f"[{facts.map_index}]" if facts.map_index >= 0 else "")
+            print(f"{label} in {args.run_id} is {facts.task_state}:")
             for reason in reasons:
                 print(f"  - [{reason.code}] {reason.message}")
         return 0
@@ -150,6 +185,8 @@ def _dead_letters_and_why(args: argparse.Namespace, settings: Settings, store: A
             ("dag_id", "run_id", "task_id", "try_number", "end_date", "last_error"),
         )
         return 0
-    reset = store.retry_dead_letter(args.run_id, args.task_id, now, who=cli_actor())
+    reset = store.retry_dead_letter(
+        args.run_id, args.task_id, now, who=cli_actor(), map_index=args.map_index
+    )
     print(f"retrying {args.task_id} in {args.run_id}; reset {', '.join(reset)}")
     return 0

@@ -249,20 +249,26 @@ def run_try(
         credentials=masked_source(ask, masker) if ask is not None else None,
         outlets=tuple(job.get("outlets") or ()),
         triggering_asset_events=asset_events_of(job.get("triggering_asset_events")),
+        map_index=job.get("map_index", -1),
+        mapped_over=tuple(job.get("mapped_over") or ()),
     )
     # issue 14: the task's on_execute / on_success hooks (engine/task_hooks.py)
     hook = functools.partial(run_hook, job, ctx, lambda: _dags_of(job["fileloc"], cache), logger)
+    kwargs = job.get("map_kwargs")  # a mapped instance's arguments (None: not mapped)
     logger.info(
-        "starting dag_id=%s run_id=%s task_id=%s try=%s",
+        "starting dag_id=%s run_id=%s task_id=%s try=%s%s",
         ctx.dag_id,
         ctx.run_id,
         ctx.task_id,
         ctx.try_number,
+        f" map_index={ctx.map_index}" if kwargs is not None else "",
     )
     try:
         if job["kind"] == "shell":
             # the values travel in the environment, never in the text the shell parses
-            shell = render_shell(job["command"], ctx.template_vars(job["timezone"]))
+            # a mapped instance's arguments are template variables too, values like any other
+            variables = ctx.template_vars(job["timezone"]) | (kwargs or {})
+            shell = render_shell(job["command"], variables)
             command = shell.script
             logger.info("command: %s", shell.display)
             handler.flush()
@@ -275,6 +281,7 @@ def run_try(
                 ORCHESTRATOR_TASK_ID=ctx.task_id,
                 ORCHESTRATOR_TRY_NUMBER=str(ctx.try_number),
                 ORCHESTRATOR_IDEMPOTENCY_KEY=ctx.idempotency_key,
+                ORCHESTRATOR_MAP_INDEX=str(ctx.map_index),
             )
             hook("on_execute")
             returncode = _run_command(
@@ -310,7 +317,10 @@ def run_try(
         hook("on_execute")
         with contextlib.redirect_stdout(logfile), contextlib.redirect_stderr(logfile):
             try:
-                value = fn(ctx) if _takes_argument(fn) else fn()
+                if kwargs is not None:
+                    value = fn(ctx, **kwargs)
+                else:
+                    value = fn(ctx) if _takes_argument(fn) else fn()
             except BaseException as exc:
                 if os.getpid() != me:  # the task forked and this copy is done with it
                     _exit_forked_copy(exc)

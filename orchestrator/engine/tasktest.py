@@ -57,6 +57,44 @@ def parse_date(text: str | None, timezone: str) -> datetime:
     return value.astimezone(UTC)
 
 
+def mapped_arguments(
+    task, params: dict, map_index: int | None, map_value: dict | None, limit: int
+) -> tuple[int, dict | None]:
+    """The map index and arguments ``tasks test`` runs a task with (None: not mapped).
+
+    A mapped task runs one instance: with ``map_value`` (its mapped arguments, given
+    explicitly), or, when it maps over literal lists and params only, item
+    ``map_index`` (default 0) of those."""
+    from orchestrator.scheduling.mapping import MapError, map_items, resolve, task_sources
+
+    if task.mapping is None:
+        if map_value is not None or map_index is not None:
+            raise ConfigError(f"task {task.task_id!r} is not mapped: drop --map-value/--map-index")
+        return -1, None
+    index = 0 if map_index is None else map_index
+    kwargs = dict(task.mapping.get("partial") or {})
+    if map_value is not None:
+        return index, kwargs | map_value
+    sources = task_sources(task.mapping)
+    if sources:
+        raise ConfigError(
+            f"task {task.task_id!r} is mapped over {', '.join(sources)}, which tasks test "
+            "does not run: give the instance's arguments, e.g. --map-value "
+            '\'{"name": "value"}\''
+        )
+    try:
+        items = map_items(task.mapping, resolve(task.mapping, params, {}), limit=limit,
+                          task_id=task.task_id)  # fmt: skip
+    except MapError as exc:
+        raise ConfigError(str(exc)) from None
+    if not 0 <= index < len(items):
+        raise ConfigError(
+            f"task {task.task_id!r} maps into {len(items)} instance(s): --map-index "
+            f"{index} is not one of them"
+        )
+    return index, kwargs | items[index]
+
+
 def run_task_test(
     settings: Settings,
     dag_id: str,
@@ -64,6 +102,8 @@ def run_task_test(
     logical_date: str | None,
     params: dict,
     store: object | None = None,
+    map_index: int | None = None,
+    map_value: dict | None = None,
 ) -> int:
     dag = find_dag(settings, dag_id)
     if task_id not in dag.tasks:
@@ -85,6 +125,9 @@ def run_task_test(
     logger.propagate = False
     run_id = make_run_id(dag_id, "test", when)
     credentials = masked_source(chain_asker(SecretsChain(store, settings)), masker)
+    index, kwargs = mapped_arguments(
+        task, {**dag.params, **params}, map_index, map_value, settings.max_map_length
+    )
     ctx = TaskContext(
         dag_id=dag_id,
         run_id=run_id,
@@ -94,15 +137,18 @@ def run_task_test(
         data_interval_end=interval[1],
         try_number=1,
         params={**dag.params, **params},
-        idempotency_key=idempotency_key(dag_id, run_id, task_id),
+        idempotency_key=idempotency_key(dag_id, run_id, task_id, index),
         log=logger,
         upstream_ids=tuple(sorted(task.upstream_ids)),
         credentials=credentials,
         outlets=tuple(o.uri for o in task.outlets),  # issue 15: ctx.outlet_event works
+        map_index=index,
     )
+    if kwargs is not None:
+        logger.info("map_index %s with %s", index, json.dumps(kwargs, default=str))
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
-            return _run(task, ctx, dag, settings, logger, out)
+            return _run(task, ctx, dag, settings, logger, out, kwargs)
     finally:
         out.flush()
 
@@ -114,11 +160,13 @@ def _run(
     settings: Settings,
     logger: logging.Logger,
     out: MaskedStream,
+    kwargs: dict | None = None,
 ) -> int:
-    """Run the task with its output going to ``out`` (the terminal, masked)."""
+    """Run the task with its output going to ``out`` (the terminal, masked);
+    ``kwargs``: a mapped instance's arguments."""
     task_id = task.task_id
     if task.kind == "shell":
-        shell = render_shell(task.command, ctx.template_vars(dag.timezone))
+        shell = render_shell(task.command, ctx.template_vars(dag.timezone) | (kwargs or {}))
         logger.info("command: %s", shell.display)
         env = {**os.environ, **shell.env}
         proc = subprocess.Popen(
@@ -153,7 +201,10 @@ def _run(
     if task.python_env:  # @task.virtualenv / external_python: in its own interpreter
         return _test_in_python_env(settings, dag, task, ctx, logger)
     try:
-        value = task.fn(ctx) if _takes_argument(task.fn) else task.fn()
+        if kwargs is not None:
+            value = task.fn(ctx, **kwargs)
+        else:
+            value = task.fn(ctx) if _takes_argument(task.fn) else task.fn()
     except Skip as exc:  # issue 14: the task skipped itself
         logger.info("skipped: %s", exc)
         return 0

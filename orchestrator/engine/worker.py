@@ -28,6 +28,7 @@ from typing import Any
 
 from orchestrator.clock import Clock
 from orchestrator.engine.logship import LogShipper
+from orchestrator.engine.mapped_job import mapped_job
 from orchestrator.engine.proctree import kill_tree
 from orchestrator.engine.runner import task_child
 from orchestrator.engine.secrets_chain import SecretsChain, answer_lookup
@@ -258,7 +259,8 @@ class Worker:
             return
         params = dict(spec.params)
         params.update(claim.conf)
-        job = {
+        mapped = mapped_job(spec, task, claim)  # engine/mapped_job.py (issue 14)
+        job = mapped | {
             "dag_id": claim.dag_id,
             "run_id": claim.run_id,
             "task_id": claim.task_id,
@@ -267,9 +269,11 @@ class Worker:
             "data_interval_start": claim.data_interval_start.isoformat(),
             "data_interval_end": claim.data_interval_end.isoformat(),
             "params": params,
-            "idempotency_key": idempotency_key(claim.dag_id, claim.run_id, claim.task_id),
+            "idempotency_key": idempotency_key(
+                claim.dag_id, claim.run_id, claim.task_id, claim.map_index
+            ),
             "upstream": list(task.upstream),
-            "results": claim.upstream_results or {},
+            "results": mapped["results"],
             "kind": task.kind,
             "command": task.command,
             "http": task.http,

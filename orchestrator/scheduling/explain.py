@@ -51,6 +51,8 @@ OVERLAP = "overlap_policy"
 NO_LEADER = "no_leader"
 NOT_DUE = "not_due"
 RUN_EXISTS = "run_exists"
+MAP_WAITING = "map_source_waiting"  # a mapped task waits for the list it maps over
+MAP_EXPANDING = "map_expanding"
 
 
 def _iso(value: Any) -> Any:
@@ -136,6 +138,10 @@ class TaskFacts:
     pools: tuple[PoolFact, ...] = ()
     # issue 14: depends_on_past, max_active_tasks, max_active_tis_per_dag (None: not gated)
     gate: GateFacts | None = None
+    # runtime mapping: the instance's map index; for a mapped task not expanded yet,
+    # the upstream tasks whose results it maps over
+    map_index: int = -1
+    map_sources: tuple[str, ...] = ()
 
 
 def live_workers(facts: TaskFacts) -> list[WorkerFact]:
@@ -236,11 +242,35 @@ def _upstream_reasons(facts: TaskFacts) -> list[Reason]:
     states = [s for _t, s in facts.upstream]
     decision = decide(facts.trigger_rule, states)
     if decision is Decision.RELEASE:
+        if facts.map_sources:
+            return [
+                Reason(
+                    MAP_EXPANDING,
+                    f"{', '.join(facts.map_sources)} produced the list: the scheduler creates "
+                    "one instance per item on its next tick",
+                    {"sources": list(facts.map_sources)},
+                )
+            ]
         return []
     if decision is Decision.WAIT:
         pending = [(t, s) for t, s in facts.upstream if s not in _DONE]
+        waiting_for = [t for t in facts.map_sources if any(p == t for p, _ in pending)]
+        if waiting_for:
+            out = [
+                Reason(
+                    MAP_WAITING,
+                    f"waiting for {' and '.join(waiting_for)} to produce the list "
+                    f"{facts.task_id} is mapped over (one instance per item)",
+                    {"sources": waiting_for},
+                )
+            ]
+            pending = [(t, s) for t, s in pending if t not in waiting_for]
+            if not pending:
+                return out
+        else:
+            out = []
         listed = ", ".join(f"{t} ({s})" for t, s in pending)
-        return [
+        return out + [
             Reason(
                 UPSTREAM_WAITING,
                 f"trigger rule {facts.trigger_rule} waits for upstream tasks: {listed}",

@@ -206,7 +206,8 @@ class AlertStore(StoreBase):
         with self.read() as conn:
             rows = conn.execute(select(e).where(e.c.id > event_id).order_by(e.c.id).limit(limit))
             return [EventRecord(r.id, r.at, r.kind, r.dag_id, r.run_id, r.task_id,
-                                r.try_number, r.message) for r in rows]  # fmt: skip
+                                r.try_number, r.message, actor=r.actor,
+                                map_index=r.map_index) for r in rows]  # fmt: skip
 
     def previous_finished_states(self, run: RunRecord, limit: int = 1) -> list[str]:
         """States of the DAG's finished runs before ``run`` (by logical date), newest first."""

@@ -21,6 +21,7 @@ from orchestrator.errors import NotFoundError
 from orchestrator.states import RUN_ACTIVE, RUN_FINISHED, TASK_FINISHED, RunState, TaskState
 from orchestrator.store import models as m
 from orchestrator.store.base import StoreBase, lock_runs, record_event
+from orchestrator.store.expansion import collapse_locked
 from orchestrator.store.records import BackfillRecord
 from orchestrator.store.run_progress import cancel_run_in
 from orchestrator.store.run_rows import insert_runs
@@ -75,6 +76,8 @@ def clear_run_in(
                 lost_tries=0,
             )
         )
+    for task_id in sorted(spec.mapped_tasks):  # expanded again when released (issue 14)
+        collapse_locked(conn, run_pk, task_id)
     record_event(conn, now, "run_cleared", why, dag_id=spec.dag_id, run_id=run_id, actor=actor)
     return True
 

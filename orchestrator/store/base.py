@@ -49,6 +49,8 @@ class StoreBase:
         self.max_lost_tries = max_lost_tries
         if settings is not None:
             self.max_conf_bytes = settings.max_conf_bytes
+        # the most instances one mapped task expands into (issue 14)
+        self.max_map_length = settings.max_map_length if settings else 10_000
         self.dialect = self.engine.dialect.name
         path = sqlite_path(url) if self.dialect == "sqlite" else None
         self._pin = FilePin(path) if path is not None else None
@@ -121,6 +123,7 @@ def record_event(
     task_id: str | None = None,
     try_number: int | None = None,
     actor: str | None = None,
+    map_index: int | None = None,
 ) -> None:
     """One event; ``actor`` is who asked for it (None: the scheduler's or a worker's
     own decision)."""
@@ -134,6 +137,7 @@ def record_event(
             task_id=task_id,
             try_number=try_number,
             actor=actor[:250] if actor else None,
+            map_index=map_index if map_index is not None and map_index >= 0 else None,
         )
     )
 

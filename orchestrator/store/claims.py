@@ -23,6 +23,7 @@ from typing import Any
 from sqlalchemy import Connection, bindparam, delete, false, func, insert, select, update
 
 from orchestrator.errors import ConfigError, NotFoundError
+from orchestrator.scheduling.mapping import task_sources
 from orchestrator.states import TASK_CLAIMABLE, TaskState
 from orchestrator.store import models as m
 from orchestrator.store.base import StoreBase, record_event
@@ -105,9 +106,13 @@ class ClaimStore(StoreBase):
         ups: list[tuple[str, ...]] = []
         for c in claims:
             try:
-                ups.append(self.spec(c.dag_id, c.version_hash).tasks[c.task_id].upstream)  # type: ignore[attr-defined]
+                task = self.spec(c.dag_id, c.version_hash).tasks[c.task_id]  # type: ignore[attr-defined]
             except Exception:  # noqa: BLE001 - the worker fails the try when it dispatches
                 ups.append(())
+                continue
+            # a mapped instance gets its item, not the whole list it was mapped over
+            over = task_sources(task.mapping) if c.map_index >= 0 else ()
+            ups.append(tuple(u for u in task.upstream if u not in over))
         # results recorded earlier in this transaction are not read back
         local = [all((c.run_id, u) in known for u in up) for c, up in zip(claims, ups, strict=True)]
         found = upstream_results_in(
@@ -198,7 +203,11 @@ class ClaimStore(StoreBase):
                     data_interval_end=run.data_interval_end,
                     conf=json.loads(run.conf or "{}"),
                     version_hash=run.version_hash,
-                    log_path=log_path_for(run.dag_id, run.run_id, c.task_id, c.try_number),
+                    log_path=log_path_for(
+                        run.dag_id, run.run_id, c.task_id, c.try_number, c.map_index
+                    ),
+                    map_index=c.map_index,
+                    map_kwargs=c.map_kwargs,
                 )
             )
         conn.execute(
@@ -214,6 +223,7 @@ class ClaimStore(StoreBase):
                     "state": "running",
                     "start_date": now,
                     "log_path": c.log_path,
+                    "map_index": c.map_index,
                 }
                 for c in out
             ],
@@ -314,7 +324,15 @@ def _take(pick: Any) -> Any:
             start_date=bindparam("b_now"),
             end_date=None,
         )
-        .returning(ti.c.id, ti.c.run_pk, ti.c.try_number, ti.c.max_tries, ti.c.task_id)
+        .returning(
+            ti.c.id,
+            ti.c.run_pk,
+            ti.c.try_number,
+            ti.c.max_tries,
+            ti.c.task_id,
+            ti.c.map_index,
+            ti.c.map_kwargs,
+        )
     )
 
 

@@ -74,6 +74,7 @@ class EventStore(StoreBase):
                     r.try_number,
                     r.message,
                     r.actor,
+                    r.map_index,
                 )
                 for r in conn.execute(q)
             ]

@@ -11,6 +11,7 @@ from sqlalchemy import select, update
 from orchestrator.authoring.task_controls import is_gated
 from orchestrator.errors import NotFoundError, StateError
 from orchestrator.scheduling.explain import DagFacts, PoolFact, SlotHolder, TaskFacts, WorkerFact
+from orchestrator.scheduling.mapping import task_sources
 from orchestrator.states import RunState, TaskState
 from orchestrator.store import models as m
 from orchestrator.store.base import StoreBase, lock_runs, record_event
@@ -24,22 +25,31 @@ MISFIRE_EVENTS = ("fire_skipped", "fire_coalesced", "fire_expired", "run_cancell
 
 class ExplainStore(StoreBase):
     def task_facts(
-        self, run_id: str, task_id: str, now: datetime, *, worker_stale_after: timedelta
+        self,
+        run_id: str,
+        task_id: str,
+        now: datetime,
+        *,
+        worker_stale_after: timedelta,
+        map_index: int | None = None,
     ) -> TaskFacts:
         run = self.get_run(run_id)  # type: ignore[attr-defined]
-        inst = self.task_instance(run_id, task_id)  # type: ignore[attr-defined]
+        inst = self.task_instance(run_id, task_id, map_index)  # type: ignore[attr-defined]
         dag = self.get_dag(run.dag_id)  # type: ignore[attr-defined]
         spec = self.spec(run.dag_id, run.version_hash)  # type: ignore[attr-defined]
         task = spec.tasks.get(task_id)
         upstream = task.upstream if task else ()
         with self.read() as conn:
-            states = dict(
-                conn.execute(
-                    select(ti.c.task_id, ti.c.state).where(
-                        ti.c.run_pk == run.id, ti.c.task_id.in_(list(upstream))
-                    )
-                ).all()
-            )
+            # one (task, state) per distinct state: a mapped upstream task's instances
+            # count by state, which decides every trigger rule as the instances would
+            pairs = conn.execute(
+                select(ti.c.task_id, ti.c.state)
+                .where(ti.c.run_pk == run.id, ti.c.task_id.in_(list(upstream)))
+                .distinct()
+            ).all()
+            states: dict[str, list[str]] = {}
+            for up_id, up_state in pairs:
+                states.setdefault(up_id, []).append(up_state)
             holders = conn.execute(
                 select(r.c.run_id, r.c.logical_date)
                 .where(r.c.dag_id == run.dag_id, r.c.state == RunState.RUNNING)
@@ -62,7 +72,11 @@ class ExplainStore(StoreBase):
             run_logical_date=run.logical_date, max_active_runs=spec.max_active_runs,
             slot_holders=tuple(SlotHolder(h.run_id, h.logical_date) for h in holders),
             trigger_rule=task.trigger_rule if task else "all_success",
-            upstream=tuple((u, states.get(u, "missing")) for u in upstream),
+            upstream=tuple((u, s) for u in upstream for s in sorted(states.get(u, ["missing"]))),
+            map_index=inst.map_index,
+            map_sources=(
+                task_sources(task.mapping) if task and task.mapped and inst.map_index < 0 else ()
+            ),
             queue=inst.queue, workers=tuple(facts), worker_stale_after=worker_stale_after,
             try_number=inst.try_number, max_tries=inst.max_tries, ready_at=inst.ready_at,
             owner=inst.owner, lease_expires_at=inst.lease_expires_at,
@@ -131,35 +145,45 @@ class ExplainStore(StoreBase):
             return [TaskInstanceRecord.from_row(row) for row in rows]
 
     def retry_dead_letter(
-        self, run_id: str, task_id: str, now: datetime, *, who: str | None = None
+        self,
+        run_id: str,
+        task_id: str,
+        now: datetime,
+        *,
+        who: str | None = None,
+        map_index: int | None = None,
     ) -> list[str]:
         """Give a dead-lettered task one more set of tries (its ``retries + 1``).
 
         Compare-and-set failed -> scheduled; the downstream tasks it failed
         (upstream_failed, skipped) are reset with it and the run runs again. Returns the
-        task ids reset. StateError if the task is not dead-lettered.
+        task ids reset. StateError if the task is not dead-lettered. ``map_index``
+        retries only that instance of a mapped task (default: every failed one).
         """
         run = self.get_run(run_id)  # type: ignore[attr-defined]
         spec = self.spec(run.dag_id, run.version_hash)  # type: ignore[attr-defined]
         if task_id not in spec.tasks:
             raise NotFoundError(f"run {run_id!r} has no task {task_id!r}")
         downstream = sorted(nx.descendants(spec.graph, task_id))
+        one = [] if map_index is None else [ti.c.map_index == map_index]
+        if map_index is not None:
+            self.task_instance(run_id, task_id, map_index)  # type: ignore[attr-defined]
         with self.write() as conn:
             lock_runs(conn, [run.id], self.is_postgres)
             done = conn.execute(
                 update(ti)
                 .where(ti.c.run_pk == run.id, ti.c.task_id == task_id,
-                       ti.c.state == TaskState.FAILED)
+                       ti.c.state == TaskState.FAILED, *one)
                 .values(state=TaskState.SCHEDULED, owner=None, lease_expires_at=None,
                         ready_at=None, end_date=None, lost_tries=0,
                         max_tries=ti.c.try_number + spec.tasks[task_id].max_tries)
             ).rowcount  # fmt: skip
             if not done:
-                state = self.task_instance(run_id, task_id).state  # type: ignore[attr-defined]
+                state = self.task_instance(run_id, task_id, map_index).state  # type: ignore[attr-defined]
                 raise StateError(
                     f"task {task_id!r} of run {run_id!r} is {state}, not dead-lettered (failed)"
                 )
-            cleared = [task_id]
+            cleared = [task_id if map_index is None else f"{task_id}[{map_index}]"]
             for t in downstream:
                 if conn.execute(
                     update(ti)

@@ -178,7 +178,10 @@ class FinishStore(StoreBase):
         for p in recorded:  # an event may start a consumer's run: the scheduler decides
             if p.claim.ti_id in emitted and (done := out[p.index]) is not None:
                 out[p.index] = replace(done, needs_scheduler=True)
-        return {(p.claim.run_id, p.claim.task_id): p.result for p in recorded}
+        # a mapped instance's result is one item of its task's list: read back instead
+        return {
+            (p.claim.run_id, p.claim.task_id): p.result for p in recorded if p.claim.map_index < 0
+        }
 
     def _advance_runs(
         self,
@@ -252,6 +255,7 @@ class FinishStore(StoreBase):
             run.id,  # type: ignore[attr-defined]
             [p.claim.task_id for p in group],
             group[-1].now,
+            self.max_map_length,  # type: ignore[attr-defined]
         )
         out = [Finished(recorded=True, needs_scheduler=n) for n in needs]
         # the group's releases and what is left to the scheduler, told once

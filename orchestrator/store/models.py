@@ -205,7 +205,11 @@ task_instances = Table(
     # max_active_tasks, max_active_tis_per_dag) is claimed only through store/concurrency.py
     Column("priority_weight", Integer, nullable=False, default=1, server_default="1"),
     Column("gated", Boolean, nullable=False, default=False, server_default=false()),
-    UniqueConstraint("run_pk", "task_id"),
+    # runtime task mapping (0012): 0..n-1 for the instances of a mapped task, -1 for
+    # every other task instance (Airflow's value), and the instance's mapped arguments
+    Column("map_index", Integer, nullable=False, default=-1, server_default="-1"),
+    Column("map_kwargs", Text),
+    UniqueConstraint("run_pk", "task_id", "map_index"),
     Index(None, "run_id", "task_id"),
     Index(None, "state", "ready_at"),
     Index(None, "owner"),
@@ -240,6 +244,7 @@ task_tries = Table(
     Column("log_path", Text),
     # why a try with state 'lost' was lost: lease_expired | handed_back (0008)
     Column("lost_reason", String(32)),
+    Column("map_index", Integer, nullable=False, default=-1, server_default="-1"),  # 0012
     UniqueConstraint("ti_id", "try_number"),
 )
 
@@ -272,6 +277,7 @@ events = Table(
     Column("task_id", String(250)),
     Column("try_number", Integer),
     Column("message", Text, nullable=False),
+    Column("map_index", Integer),  # the instance of a mapped task it is about (0012)
     Index(None, "dag_id", "id"),
     # who did it: "web:ada", "api:ada/token:ci", "cli:root@host"; NULL for the
     # scheduler's and workers' own decisions (migration 0019)

@@ -151,6 +151,9 @@ class TaskInstanceRecord(Record):
     end_date: datetime | None
     error: str | None
     lost_tries: int = 0  # tries lost to infrastructure (lease expired, handed back)
+    # 0..n-1 for the instances of a mapped task, -1 otherwise (issue 14)
+    map_index: int = -1
+    map_kwargs: str | None = None  # a mapped instance's arguments (JSON object)
 
     @classmethod
     def from_row(cls, row: Any) -> TaskInstanceRecord:
@@ -170,6 +173,8 @@ class TaskInstanceRecord(Record):
             end_date=row.end_date,
             error=row.error,
             lost_tries=row.lost_tries,
+            map_index=row._mapping.get("map_index", -1),
+            map_kwargs=row._mapping.get("map_kwargs"),
         )
 
 
@@ -193,6 +198,7 @@ class TryRecord(Record):
     log_path: str | None
     # why a try was lost to infrastructure (lease_expired, handed_back); None otherwise
     lost_reason: str | None = None
+    map_index: int = -1  # the map index of the try's task instance (issue 14)
 
     @property
     def lost(self) -> bool:
@@ -214,6 +220,7 @@ class TryRecord(Record):
             error=row.error,
             log_path=row.log_path,
             lost_reason=row.lost_reason or (row.state if row.state in LEGACY_LOST_STATES else None),
+            map_index=row._mapping.get("map_index", -1),
         )
 
 
@@ -229,6 +236,7 @@ class EventRecord(Record):
     message: str
     # who asked: "web:ada", "api:ada/token:ci", "cli:root@host"; None: the system
     actor: str | None = None
+    map_index: int | None = None  # the mapped task instance it is about (issue 14)
 
 
 @dataclass(frozen=True)
@@ -251,6 +259,9 @@ class Claim(Record):
     log_path: str
     # the results of its upstream tasks (``ctx.upstream``), when the claim asked for them
     upstream_results: dict[str, str] | None = None
+    # a mapped task's instance: its map index and its mapped arguments (JSON object)
+    map_index: int = -1
+    map_kwargs: str | None = None
 
 
 @dataclass(frozen=True)

@@ -26,10 +26,12 @@ from datetime import datetime
 from sqlalchemy import Connection, bindparam, select, update
 
 from orchestrator.authoring.spec import DagSpec
+from orchestrator.scheduling.mapping import UNMAPPED
 from orchestrator.scheduling.trigger_rules import Decision, TriggerRule, decide
 from orchestrator.states import TASK_FINISHED, TASK_UNFINISHED, RunState, TaskState
 from orchestrator.store import models as m
 from orchestrator.store.base import StoreBase, lock_runs
+from orchestrator.store.expansion import expand_locked
 
 ti = m.task_instances
 # fan-ins up to this size are checked by their upstream states, larger ones by the
@@ -44,6 +46,7 @@ def release_after_success(
     run_pk: int,
     task_ids: Iterable[str],
     now: datetime,
+    max_map_length: int = 10_000,
 ) -> tuple[int, bool]:
     """Queue the downstream tasks that the successes of ``task_ids`` made releasable.
 
@@ -62,6 +65,12 @@ def release_after_success(
             release.append(d)
         elif t.trigger_rule != TriggerRule.ALL_SUCCESS:
             needs = True
+        elif spec.has_mapped_upstream(d):  # over all instances, by two indexed EXISTS
+            verdict = _all_success_of(conn, run_pk, t.upstream)
+            if verdict is Decision.RELEASE:
+                release.append(d)
+            elif verdict is not Decision.WAIT:
+                needs = True
         elif len(t.upstream) <= SMALL:
             small.append((d, t.upstream))
         elif len(spec.tasks) - len(t.upstream) <= SMALL:
@@ -83,9 +92,15 @@ def release_after_success(
                 needs = True  # upstream_failed or skip: the scheduler decides it
     if not release:
         return 0, needs
-    released = conn.execute(
-        _QUEUE, {"b_run_pk": run_pk, "b_task_ids": sorted(release), "b_now": now}
-    ).rowcount
+    plain = sorted(d for d in release if d not in spec.mapped_tasks)
+    released = 0
+    if plain:
+        released = conn.execute(
+            _QUEUE, {"b_run_pk": run_pk, "b_task_ids": plain, "b_now": now}
+        ).rowcount
+    mapped = [d for d in release if d in spec.mapped_tasks]
+    if mapped:  # released mapped tasks are expanded here, in the same transaction
+        released += expand_locked(conn, spec, run_pk, mapped, now, max_map_length)
     return released, needs
 
 
@@ -114,9 +129,37 @@ _QUEUE = (
     .values(state=TaskState.QUEUED, ready_at=bindparam("b_now"))
 )
 _BY_COMPLEMENT = select(_upstream_in(_NOT_OK), _upstream_in(TASK_UNFINISHED))
+
+
+def _instance_in(states: Iterable[str]) -> object:
+    """Does an instance of the tasks ``ups`` of the run have one of ``states``?"""
+    return (
+        select(ti.c.id)
+        .where(
+            ti.c.run_pk == bindparam("run_pk"),
+            ti.c.state.in_(sorted(states)),
+            ti.c.task_id.in_(bindparam("ups", expanding=True)),
+        )
+        .exists()
+    )
+
+
+_BY_UPSTREAM = select(_instance_in(_NOT_OK), _instance_in(TASK_UNFINISHED))
 _STATES_OF = select(ti.c.task_id, ti.c.state).where(
     ti.c.run_pk == bindparam("run_pk"), ti.c.task_id.in_(bindparam("task_ids", expanding=True))
 )
+
+
+def _all_success_of(conn: Connection, run_pk: int, upstream: tuple[str, ...]) -> Decision:
+    """all_success over every instance of ``upstream`` (mapped tasks included): RELEASE
+    if all are success, WAIT while any is unfinished and none failed, else SKIP
+    (meaning: not ours to decide)."""
+    failed, unfinished = conn.execute(
+        _BY_UPSTREAM, {"run_pk": run_pk, "ups": sorted(upstream)}
+    ).one()
+    if failed:
+        return Decision.SKIP
+    return Decision.WAIT if unfinished else Decision.RELEASE
 
 
 def _all_success_by_complement(conn: Connection, run_pk: int, others: tuple[str, ...]) -> Decision:
@@ -162,36 +205,54 @@ class ReleaseStore(StoreBase):
             with self.write() as conn:
                 lock_runs(conn, batch, self.is_postgres)
                 rows = conn.execute(
-                    select(ti.c.id, ti.c.run_pk, ti.c.task_id, ti.c.state)
+                    select(ti.c.id, ti.c.run_pk, ti.c.task_id, ti.c.state, ti.c.map_index)
                     .join(r, r.c.id == ti.c.run_pk)
                     .where(ti.c.run_pk.in_(batch), r.c.state == RunState.RUNNING)
                 ).all()
-                by_run: dict[int, dict[str, tuple[int, str]]] = {}
+                # every instance of a task counts (a mapped task has one per map item)
+                by_run: dict[int, dict[str, list[tuple[int, str, int]]]] = {}
                 for row in rows:
-                    by_run.setdefault(row.run_pk, {})[row.task_id] = (row.id, row.state)
+                    by_run.setdefault(row.run_pk, {}).setdefault(row.task_id, []).append(
+                        (row.id, row.state, row.map_index)
+                    )
                 to_queue: list[int] = []
+                to_expand: list[tuple[int, str]] = []
                 to_final: dict[str, list[int]] = {
                     TaskState.UPSTREAM_FAILED: [],
                     TaskState.SKIPPED: [],
                 }
                 for run_pk, tasks in by_run.items():
                     spec = specs[run_pk]
-                    states = {k: v[1] for k, v in tasks.items()}
+                    states = {k: [v[1] for v in vs] for k, vs in tasks.items()}
                     for task_id in spec.topological_order:
-                        if states.get(task_id) != TaskState.SCHEDULED:
+                        waiting = [v for v in tasks.get(task_id, ()) if v[1] == TaskState.SCHEDULED]
+                        if not waiting:
                             continue
                         t = spec.tasks[task_id]
-                        decision = decide(t.trigger_rule, [states[u] for u in t.upstream])
-                        ti_id = tasks[task_id][0]
+                        ups = [s for u in t.upstream for s in states.get(u, ())]
+                        decision = decide(t.trigger_rule, ups)
+                        ids = [v[0] for v in waiting]
                         if decision is Decision.RELEASE:
-                            to_queue.append(ti_id)
-                            states[task_id] = TaskState.QUEUED
+                            if t.mapped and any(v[2] == UNMAPPED for v in waiting):
+                                to_expand.append((run_pk, task_id))
+                            else:
+                                to_queue.extend(ids)
+                            new = TaskState.QUEUED
                         elif decision is Decision.UPSTREAM_FAILED:
-                            to_final[TaskState.UPSTREAM_FAILED].append(ti_id)
-                            states[task_id] = TaskState.UPSTREAM_FAILED
+                            to_final[TaskState.UPSTREAM_FAILED].extend(ids)
+                            new = TaskState.UPSTREAM_FAILED
                         elif decision is Decision.SKIP:
-                            to_final[TaskState.SKIPPED].append(ti_id)
-                            states[task_id] = TaskState.SKIPPED
+                            to_final[TaskState.SKIPPED].extend(ids)
+                            new = TaskState.SKIPPED
+                        else:
+                            continue
+                        states[task_id] = [
+                            new if s == TaskState.SCHEDULED else s for s in states[task_id]
+                        ]
+                for run_pk, task_id in to_expand:
+                    changed += expand_locked(
+                        conn, specs[run_pk], run_pk, [task_id], now, self.max_map_length
+                    )
                 for chunk in _chunks(sorted(to_queue), 500):
                     changed += conn.execute(
                         update(ti)

@@ -229,7 +229,8 @@ def queue_roots(conn: Connection, runs: Iterable[Any], spec_of: SpecOf, now: dat
     queued = 0
     for (dag_id, version), pks in sorted(by_version.items()):
         spec = spec_of(dag_id, version)
-        roots = sorted(t.task_id for t in spec.tasks.values() if not t.upstream)
+        # a mapped root is expanded by release_ready (store/expansion.py), not queued here
+        roots = sorted(t.task_id for t in spec.tasks.values() if not t.upstream and not t.mapped)
         queued += conn.execute(
             _QUEUE_ROOTS, {"pks": sorted(pks), "roots": roots, "now": now}
         ).rowcount

@@ -13,12 +13,13 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 
 import networkx as nx
-from sqlalchemy import and_, bindparam, insert, select, tuple_, update
+from sqlalchemy import and_, bindparam, func, insert, or_, select, tuple_, update
 
 from orchestrator.errors import NotFoundError
 from orchestrator.states import FAILED_NOW, SKIPPED_TRY, TASK_FINISHED, RunState, TaskState
 from orchestrator.store import models as m
 from orchestrator.store.base import StoreBase, lock_runs, record_event
+from orchestrator.store.expansion import collapse_locked
 from orchestrator.store.records import Claim, TaskInstanceRecord, TryRecord
 
 log = logging.getLogger(__name__)
@@ -29,12 +30,20 @@ LEASE_EXPIRED = "lease_expired"  # reasons a try is lost
 HANDED_BACK = "handed_back"
 
 
-def log_path_for(dag_id: str, run_id: str, task_id: str, try_number: int) -> str:
-    """Where a try's log lives, relative to the log folder."""
+def log_path_for(
+    dag_id: str, run_id: str, task_id: str, try_number: int, map_index: int = -1
+) -> str:
+    """Where a try's log lives, relative to the log folder (a mapped instance's in a
+    ``map_index=N`` folder of its task's, as Airflow)."""
+    if map_index >= 0:
+        return f"{dag_id}/{run_id}/{task_id}/map_index={map_index}/{try_number}.log"
     return f"{dag_id}/{run_id}/{task_id}/{try_number}.log"
 
 
-def idempotency_key(dag_id: str, run_id: str, task_id: str) -> str:
+def idempotency_key(dag_id: str, run_id: str, task_id: str, map_index: int = -1) -> str:
+    """Stable across retries; a mapped instance's includes its map index."""
+    if map_index >= 0:
+        return f"{dag_id}/{run_id}/{task_id}/{map_index}"
     return f"{dag_id}/{run_id}/{task_id}"
 
 
@@ -206,7 +215,8 @@ class TaskStore(StoreBase):
                     # the backoff counts the task's own failures, not the free lost tries
                     failed = try_number - min(row.lost_tries, bound)
                     delay = task.retry_policy.delay_after(
-                        failed, idempotency_key(row.dag_id, row.run_id, row.task_id)
+                        failed,
+                        idempotency_key(row.dag_id, row.run_id, row.task_id, row.map_index),
                     )
                     values.update(state=TaskState.UP_FOR_RETRY, ready_at=now + delay)
                 else:
@@ -252,6 +262,7 @@ class TaskStore(StoreBase):
                 run_id=row.run_id,
                 task_id=row.task_id,
                 try_number=try_number,
+                map_index=row.map_index,
             )
             log.warning(
                 "%s dag_id=%s run_id=%s task_id=%s try=%s: %s",
@@ -305,13 +316,21 @@ class TaskStore(StoreBase):
         *,
         downstream: bool = False,
         who: str | None = None,
+        map_index: int | None = None,
     ) -> list[str]:
         """Reset a finished task (and optionally its downstream) so it runs again;
-        ``who`` asked (the event's actor)."""
+        ``who`` asked (the event's actor).
+
+        ``map_index`` clears only that instance of a mapped task (its downstream tasks,
+        if asked, wholly). A mapped task cleared wholly is expanded again when it is
+        released next (store/expansion.py): its sources may give a new length.
+        """
         run = self.get_run(run_id)  # type: ignore[attr-defined]
         spec = self.spec(run.dag_id, run.version_hash)  # type: ignore[attr-defined]
         if task_id not in spec.tasks:
             raise NotFoundError(f"run {run_id!r} has no task {task_id!r}")
+        if map_index is not None:
+            self.task_instance(run_id, task_id, map_index)  # NotFoundError names it
         targets = [task_id]
         if downstream:
             targets += sorted(nx.descendants(spec.graph, task_id))
@@ -319,13 +338,12 @@ class TaskStore(StoreBase):
             lock_runs(conn, [run.id], self.is_postgres)  # before any TI: no deadlock
             cleared = []
             for t in targets:
+                where = [ti.c.run_pk == run.id, ti.c.task_id == t]
+                if t == task_id and map_index is not None:
+                    where.append(ti.c.map_index == map_index)
                 done = conn.execute(
                     update(ti)
-                    .where(
-                        ti.c.run_pk == run.id,
-                        ti.c.task_id == t,
-                        ti.c.state.in_(list(TASK_FINISHED)),
-                    )
+                    .where(*where, ti.c.state.in_(list(TASK_FINISHED)))
                     .values(
                         state=TaskState.SCHEDULED,
                         owner=None,
@@ -339,7 +357,10 @@ class TaskStore(StoreBase):
                     )
                 ).rowcount
                 if done:
-                    cleared.append(t)
+                    one = t == task_id and map_index is not None
+                    cleared.append(f"{t}[{map_index}]" if one else t)
+                    if spec.tasks[t].mapped and not one:
+                        collapse_locked(conn, run.id, t)
             if cleared:
                 conn.execute(
                     update(m.dag_runs)
@@ -363,36 +384,60 @@ class TaskStore(StoreBase):
             rows = conn.execute(select(ti).where(ti.c.run_id == run_id).order_by(ti.c.id)).all()
         return [TaskInstanceRecord.from_row(r) for r in rows]
 
-    def task_instance(self, run_id: str, task_id: str) -> TaskInstanceRecord:
+    def task_instance(
+        self, run_id: str, task_id: str, map_index: int | None = None
+    ) -> TaskInstanceRecord:
+        """One task instance; ``map_index`` None: the task's only (or first) instance."""
+        q = select(ti).where(ti.c.run_id == run_id, ti.c.task_id == task_id)
+        if map_index is not None:
+            q = q.where(ti.c.map_index == map_index)
         with self.read() as conn:
-            row = conn.execute(
-                select(ti).where(ti.c.run_id == run_id, ti.c.task_id == task_id)
-            ).first()
+            row = conn.execute(q.order_by(ti.c.map_index).limit(1)).first()
+            if row is None and map_index is not None:
+                count = conn.execute(
+                    select(func.count()).where(ti.c.run_id == run_id, ti.c.task_id == task_id)
+                ).scalar_one()
+                if count:
+                    raise NotFoundError(
+                        f"task {task_id!r} of run {run_id!r} has no map index {map_index} "
+                        f"({_indexes(count)})"
+                    )
         if row is None:
             raise NotFoundError(f"run {run_id!r} has no task {task_id!r}")
         return TaskInstanceRecord.from_row(row)
 
-    def tries(self, run_id: str, task_id: str) -> list[TryRecord]:
+    def tries(self, run_id: str, task_id: str, map_index: int | None = None) -> list[TryRecord]:
+        """A task's tries, oldest first (``map_index``: of that instance only)."""
+        q = select(tries).where(tries.c.run_id == run_id, tries.c.task_id == task_id)
+        if map_index is not None:
+            q = q.where(tries.c.map_index == map_index)
         with self.read() as conn:
-            rows = conn.execute(
-                select(tries)
-                .where(tries.c.run_id == run_id, tries.c.task_id == task_id)
-                .order_by(tries.c.try_number)
-            ).all()
+            rows = conn.execute(q.order_by(tries.c.map_index, tries.c.try_number)).all()
         return [TryRecord.from_row(r) for r in rows]
 
     def results(self, run_id: str, task_ids: Iterable[str]) -> dict[str, str | None]:
-        """The JSON results of finished tasks of a run, by task id."""
+        """The JSON results of finished tasks of a run, by task id (a mapped task's:
+        one JSON list of its successful instances' results, in map order)."""
         ids = list(task_ids)
         if not ids:
             return {}
         with self.read() as conn:
             rows = conn.execute(
-                select(ti.c.task_id, ti.c.result).where(
+                select(ti.c.task_id, ti.c.result, ti.c.map_index)
+                .where(
                     ti.c.run_id == run_id, ti.c.task_id.in_(ids), ti.c.state == TaskState.SUCCESS
                 )
+                .order_by(ti.c.task_id, ti.c.map_index)
             ).all()
-        return dict(rows)
+        out: dict[str, str | None] = {}
+        mapped: dict[str, list[str]] = {}
+        for r in rows:
+            if r.map_index >= 0:
+                mapped.setdefault(r.task_id, []).append(r.result or "null")
+            else:
+                out[r.task_id] = r.result
+        out.update({t: "[" + ",".join(v) + "]" for t, v in mapped.items()})
+        return out
 
     def upstream_results(self, wanted: list[tuple[str, Iterable[str]]]) -> list[dict[str, str]]:
         """For each (run_id, upstream task ids): what ``ctx.upstream`` can return there."""
@@ -405,7 +450,9 @@ def upstream_results_in(conn, wanted: list[tuple[str, Iterable[str]]]) -> list[d
 
     Only non-NULL results are fetched (a NULL result reads as None anyway), one query
     per run for a whole claimed batch; a large fan-in is read as the run's non-NULL
-    results (usually few) instead of a query naming every upstream task.
+    results (usually few) instead of a query naming every upstream task. A mapped
+    task's results (its successful instances', NULL ones included) come as one JSON
+    list in map order.
     """
     asked = [(run_id, set(ids)) for run_id, ids in wanted]
     per_run: dict[str, set[str]] = {}
@@ -420,16 +467,30 @@ def upstream_results_in(conn, wanted: list[tuple[str, Iterable[str]]]) -> list[d
             rows = conn.execute(_RESULTS_OF, params | {"task_ids": sorted(ids)})
         else:
             rows = conn.execute(_RESULTS_OF_RUN, params)
-        found[run_id] = {r.task_id: r.result for r in rows}
+        plain: dict[str, str] = {}
+        mapped: dict[str, list[tuple[int, str | None]]] = {}
+        for r in rows:
+            if r.map_index >= 0:
+                mapped.setdefault(r.task_id, []).append((r.map_index, r.result))
+            elif r.result is not None:
+                plain[r.task_id] = r.result
+        for task_id, items in mapped.items():
+            items.sort()
+            plain[task_id] = "[" + ",".join("null" if v is None else v for _, v in items) + "]"
+        found[run_id] = plain
     return [{t: v for t, v in found.get(run_id, {}).items() if t in ids} for run_id, ids in asked]
 
 
-_RESULTS_OF_RUN = select(ti.c.task_id, ti.c.result).where(
+_RESULTS_OF_RUN = select(ti.c.task_id, ti.c.result, ti.c.map_index).where(
     ti.c.run_id == bindparam("run_id"),
     ti.c.state == TaskState.SUCCESS,
-    ti.c.result.is_not(None),
+    or_(ti.c.result.is_not(None), ti.c.map_index >= 0),
 )
 _RESULTS_OF = _RESULTS_OF_RUN.where(ti.c.task_id.in_(bindparam("task_ids", expanding=True)))
+
+
+def _indexes(count: int) -> str:
+    return "it is not mapped" if count == 1 else f"its map indexes are 0..{count - 1}"
 
 
 def _fence(claim: Claim) -> list:

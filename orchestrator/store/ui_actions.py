@@ -24,7 +24,14 @@ MARKABLE = frozenset({TaskState.SUCCESS, TaskState.FAILED})
 
 class UiActionStore(StoreBase):
     def mark_task(
-        self, run_id: str, task_id: str, state: str, now: datetime, *, who: str | None = None
+        self,
+        run_id: str,
+        task_id: str,
+        state: str,
+        now: datetime,
+        *,
+        who: str | None = None,
+        map_index: int | None = None,
     ) -> str:
         """Set one task instance to ``success`` or ``failed``; returns its previous state.
 
@@ -42,11 +49,12 @@ class UiActionStore(StoreBase):
             if run is None:
                 raise NotFoundError(f"no run with run_id {run_id!r}")
             lock_runs(conn, [run.id], self.is_postgres)
-            row = conn.execute(
-                select(ti.c.id, ti.c.state, ti.c.try_number).where(
-                    ti.c.run_pk == run.id, ti.c.task_id == task_id
-                )
-            ).first()
+            q = select(ti.c.id, ti.c.state, ti.c.try_number, ti.c.map_index).where(
+                ti.c.run_pk == run.id, ti.c.task_id == task_id
+            )
+            if map_index is not None:  # one instance of a mapped task (issue 14)
+                q = q.where(ti.c.map_index == map_index)
+            row = conn.execute(q.order_by(ti.c.map_index).limit(1)).first()
             if row is None:
                 raise NotFoundError(f"run {run_id!r} has no task {task_id!r}")
             if row.state == state:
@@ -81,5 +89,6 @@ class UiActionStore(StoreBase):
                 run_id=run_id,
                 task_id=task_id,
                 actor=who,
+                map_index=row.map_index,
             )
         return str(row.state)

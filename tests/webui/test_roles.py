@@ -96,6 +96,7 @@ def test_every_route_with_each_role_through_real_http(
     values = {"dag_id": "pipeline", "run_id": run.run_id, "task_id": "load", "try_number": 1}
     values |= {"ref": "current", "a": "1", "b": "current", "key": "greeting", "conn_id": "db"}
     values["asset_id"] = _an_asset_with_an_event(store)  # warehouse://sales/daily
+    values["map_index"] = 0  # issue 14: a mapped instance's pages (404 here: no map)
     calls = _calls(app, values)
     assert len(calls) >= 36
     served = refused = 0

@@ -17,6 +17,7 @@ from orchestrator.errors import OrchestratorError
 from .. import operations as ops
 from ..current import get_store, now
 from ..inputs import form_choice
+from ..mapped import form_map_index
 from ..params_form import parse_params
 from ..security import current_actor
 
@@ -95,16 +96,28 @@ def cancel(run_id: str) -> Response:
 @bp.post("/runs/<run_id>/tasks/<task_id>/clear")
 def clear(run_id: str, task_id: str) -> Response:
     downstream = form_choice("downstream", TRUE_FALSE, default="false") == "true"
+    map_index = form_map_index()  # one instance of a mapped task (issue 14)
+    back = _ti_url(run_id, task_id)
+    if map_index is not None:
+        back = url_for(
+            "runs.task_detail_mapped", run_id=run_id, task_id=task_id, map_index=map_index
+        )
     return _do(
-        lambda: ops.clear(get_store(), run_id, task_id, downstream, now(), _who()),
-        _ti_url(run_id, task_id),
+        lambda: ops.clear(get_store(), run_id, task_id, downstream, now(), _who(), map_index),
+        back,
     )
 
 
 @bp.post("/runs/<run_id>/tasks/<task_id>/mark")
 def mark(run_id: str, task_id: str) -> Response:
     state = request.form.get("state", "")
+    map_index = form_map_index()  # one instance of a mapped task (issue 14)
+    back = _ti_url(run_id, task_id)
+    if map_index is not None:
+        back = url_for(
+            "runs.task_detail_mapped", run_id=run_id, task_id=task_id, map_index=map_index
+        )
     return _do(
-        lambda: ops.mark(get_store(), run_id, task_id, state, now(), _who()),
-        _ti_url(run_id, task_id),
+        lambda: ops.mark(get_store(), run_id, task_id, state, now(), _who(), map_index),
+        back,
     )

@@ -11,7 +11,7 @@ from werkzeug.wrappers import Response
 
 from orchestrator.store.records import DagRecord
 
-from .. import data, queries
+from .. import data, mapped, queries
 from ..current import get_settings, get_store, now
 from ..formatting import iso
 from ..inputs import int_arg
@@ -153,10 +153,16 @@ def run_summary(run_id: str) -> Response:
 
 
 @bp.get("/runs/<run_id>/tasks/<task_id>")
-def task_instance(run_id: str, task_id: str) -> Response:
+def task_instance(run_id: str, task_id: str, map_index: int | None = None) -> Response:
     s = get_settings()
     ctx = data.task_page(
-        get_store(), run_id, task_id, now(), s.log_dir, timedelta(seconds=s.lease_seconds)
+        get_store(),
+        run_id,
+        task_id,
+        now(),
+        s.log_dir,
+        timedelta(seconds=s.lease_seconds),
+        map_index,
     )
     return jsonify(
         ctx["ti"].to_dict()
@@ -170,10 +176,46 @@ def task_instance(run_id: str, task_id: str) -> Response:
     )
 
 
+@bp.get("/runs/<run_id>/tasks/<task_id>/map/<int:map_index>")
+def task_instance_mapped(run_id: str, task_id: str, map_index: int) -> Response:
+    """One instance of a mapped task (issue 14)."""
+    return task_instance(run_id, task_id, map_index)
+
+
+@bp.get("/runs/<run_id>/tasks/<task_id>/instances")
+def task_instances(run_id: str, task_id: str) -> Response:
+    """A mapped task's instances, ``page`` by page (100 each), optionally of one ``state``."""
+    ctx = mapped.instances_page(
+        get_store(), run_id, task_id, state=mapped.state_arg(), page=int_arg("page", 1, lo=1) or 1
+    )
+    return jsonify(
+        {
+            "run_id": run_id,
+            "task_id": task_id,
+            "counts": ctx["counts"],
+            "total_entries": ctx["total"],
+            "page": ctx["page"],
+            "pages": ctx["pages"],
+            "task_instances": [
+                asdict(i) | {"start_date": iso(i.start_date), "end_date": iso(i.end_date)}
+                for i in ctx["instances"]
+            ],
+        }
+    )
+
+
+@bp.get("/runs/<run_id>/tasks/<task_id>/map/<int:map_index>/tries/<int:try_number>/log")
+def log_mapped(run_id: str, task_id: str, map_index: int, try_number: int) -> Response:
+    """A try's log of one instance of a mapped task (issue 14)."""
+    return log(run_id, task_id, try_number, map_index)
+
+
 @bp.get("/runs/<run_id>/tasks/<task_id>/tries/<int:try_number>/log")
-def log(run_id: str, task_id: str, try_number: int) -> Response:
+def log(run_id: str, task_id: str, try_number: int, map_index: int | None = None) -> Response:
     store = get_store()
-    tries = {t.try_number: t for t in store.tries(run_id, task_id)}
+    if map_index is None:  # a mapped task's first instance, as the task page shows it
+        map_index = store.task_instance(run_id, task_id).map_index
+    tries = {t.try_number: t for t in store.tries(run_id, task_id, map_index)}
     if try_number not in tries:
         from orchestrator.errors import NotFoundError
 

@@ -86,8 +86,16 @@ def cancel(run_id: str) -> Response:
 
 @bp.post("/runs/<run_id>/tasks/<task_id>/clear")
 def clear(run_id: str, task_id: str) -> Response:
-    downstream = json_body({"downstream": bool}).get("downstream", False)
-    return jsonify({"message": ops.clear(get_store(), run_id, task_id, downstream, now(), _who())})
+    body = json_body({"downstream": bool, "map_index": int})
+    map_index = body.get("map_index")  # one instance of a mapped task (issue 14)
+    if map_index is not None and map_index < 0:
+        from orchestrator.errors import ConfigError
+
+        raise ConfigError(f"'map_index' must be 0 or more, got {map_index}")
+    message = ops.clear(
+        get_store(), run_id, task_id, body.get("downstream", False), now(), _who(), map_index
+    )
+    return jsonify({"message": message})
 
 
 @bp.post("/runs/<run_id>/tasks/<task_id>/mark")

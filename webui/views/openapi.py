@@ -18,6 +18,9 @@ ROUTES: list[tuple[str, str, str, tuple[str, ...], dict[str, str]]] = [
     ("get", "/runs/{run_id}/summary", "A run's state, task states counted, tries: cheap to poll", (), {}),
     ("get", "/runs/{run_id}/tasks/{task_id}", "A task instance: tries, results, why waiting", (), {}),
     ("get", "/runs/{run_id}/tasks/{task_id}/tries/{try_number}/log", "A try's log (tail, or from offset)", ("offset",), {}),
+    ("get", "/runs/{run_id}/tasks/{task_id}/instances", "A mapped task's instances, 100 a page", ("state", "page"), {}),
+    ("get", "/runs/{run_id}/tasks/{task_id}/map/{map_index}", "One instance of a mapped task", (), {}),
+    ("get", "/runs/{run_id}/tasks/{task_id}/map/{map_index}/tries/{try_number}/log", "A mapped instance's try's log", ("offset",), {}),
     ("get", "/events", "The event log, newest first", ("dag_id", "run_id", "kind", "actor", "before", "limit"), {}),
     ("get", "/import-errors", "DAG files that failed to import", (), {}),
     # issue 17: DAG versions (ref: a version number, 'current' or a hash prefix)
@@ -31,7 +34,7 @@ ROUTES: list[tuple[str, str, str, tuple[str, ...], dict[str, str]]] = [
     ("post", "/dags/{dag_id}/pause", "Pause or unpause", (), {"paused": "boolean"}),
     ("post", "/dags/{dag_id}/backfill", "Backfill a date range", (), {"start": "string", "end": "string"}),
     ("post", "/runs/{run_id}/cancel", "Cancel a run", (), {}),
-    ("post", "/runs/{run_id}/tasks/{task_id}/clear", "Clear a task", (), {"downstream": "boolean"}),
+    ("post", "/runs/{run_id}/tasks/{task_id}/clear", "Clear a task (or one instance: map_index)", (), {"downstream": "boolean", "map_index": "integer"}),
     ("post", "/runs/{run_id}/tasks/{task_id}/mark", "Mark a task success or failed", (), {"state": "string"}),
     # issue 16: variables and connections (secrets as ***)
     ("get", "/variables", "Variables; secret values as ***", (), {}),

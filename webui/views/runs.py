@@ -6,8 +6,9 @@ from datetime import timedelta
 
 from flask import Blueprint, render_template
 
-from .. import data
+from .. import data, mapped
 from ..current import get_layouts, get_settings, get_store, now
+from ..inputs import int_arg
 
 bp = Blueprint("runs", __name__)
 
@@ -23,6 +24,25 @@ def run_detail(run_id: str) -> str:
 
 @bp.get("/runs/<run_id>/tasks/<task_id>")
 def task_detail(run_id: str, task_id: str) -> str:
+    return _task_page(run_id, task_id, None)
+
+
+@bp.get("/runs/<run_id>/tasks/<task_id>/map/<int:map_index>")
+def task_detail_mapped(run_id: str, task_id: str, map_index: int) -> str:
+    """One instance of a mapped task: its tries, logs and why (issue 14)."""
+    return _task_page(run_id, task_id, map_index)
+
+
+@bp.get("/runs/<run_id>/tasks/<task_id>/instances")
+def task_instances(run_id: str, task_id: str) -> str:
+    """A mapped task's instances, a page at a time, filtered by state (issue 14)."""
+    ctx = mapped.instances_page(
+        get_store(), run_id, task_id, state=mapped.state_arg(), page=int_arg("page", 1, lo=1) or 1
+    )
+    return render_template("instances.html", **ctx)
+
+
+def _task_page(run_id: str, task_id: str, map_index: int | None) -> str:
     settings = get_settings()
     ctx = data.task_page(
         get_store(),
@@ -31,5 +51,6 @@ def task_detail(run_id: str, task_id: str) -> str:
         now(),
         settings.log_dir,
         timedelta(seconds=settings.lease_seconds),
+        map_index,
     )
     return render_template("task.html", **ctx)

@@ -127,8 +127,12 @@ class AlertWatchdog:
         if e.kind in ("task_dead_lettered", "task_retry"):
             kind = am.TASK_DEAD_LETTERED if e.kind == "task_dead_lettered" else am.TASK_RETRY
             key = f"{kind}:{e.run_id}:{e.task_id}:{e.try_number}"
+            label = e.task_id
+            if e.map_index is not None:  # one alert per instance of a mapped task
+                key += f":{e.map_index}"
+                label = f"{e.task_id}[{e.map_index}]"
             ids.update(task_id=e.task_id, try_number=e.try_number)
-            return self._raise(spec, key, kind, f"task {e.task_id}: {e.message}", now, **ids)
+            return self._raise(spec, key, kind, f"task {label}: {e.message}", now, **ids)
         if e.kind == "run_failed":
             return self._raise(spec, f"run_failed:{e.run_id}:{e.id}", am.RUN_FAILED,
                                f"run {e.run_id} failed", now, **ids)  # fmt: skip

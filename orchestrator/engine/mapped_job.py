@@ -1,0 +1,39 @@
+"""What a mapped task instance's try needs beyond an unmapped one's (issue 14).
+
+The worker adds these to the job it sends a task process: the instance's
+``map_index``, its arguments (the task's ``partial`` ones, then its mapped ones), and
+the upstream results (without the lists it is mapped over: its item is its
+argument, and 10,000 copies of a 10,000-item list would dominate the run) with an empty list for an upstream mapped task that produced no
+instance (an empty map), so ``ctx.upstream("load")`` is always a list for a mapped
+``load``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from orchestrator.scheduling.mapping import task_sources
+
+
+def mapped_job(spec: Any, task: Any, claim: Any) -> dict[str, Any]:
+    """``map_index``, ``map_kwargs`` and ``results`` for the job of ``claim``."""
+    results = dict(claim.upstream_results or {})
+    for up in task.upstream:
+        if up in spec.mapped_tasks and up not in results:
+            results[up] = "[]"
+    kwargs: dict[str, Any] | None = None
+    over: tuple[str, ...] = ()
+    if task.mapping is not None:
+        kwargs = dict(task.mapping.get("partial") or {})
+        kwargs.update(json.loads(claim.map_kwargs or "{}"))
+        # its item is its argument: the whole list is not copied to every instance
+        over = task_sources(task.mapping)
+        for source in over:
+            results.pop(source, None)
+    return {
+        "map_index": claim.map_index,
+        "map_kwargs": kwargs,
+        "results": results,
+        "mapped_over": list(over),
+    }
