@@ -15,10 +15,12 @@ Users write DAG files with :class:`DAG` and :func:`task`::
 from typing import Any
 
 __all__ = ["DAG", "Task", "task", "OrchestratorError"]
+# issue 15: sensors (``@task.sensor`` is on ``task``; built-ins in orchestrator.sensors)
+__all__ += ["PokeReturnValue"]
 
 
 def __getattr__(name: str) -> Any:  # imported lazily so store-only processes stay light
-    if name in ("DAG", "Task", "task"):
+    if name in ("DAG", "Task", "task", "PokeReturnValue"):
         from orchestrator.authoring import dag
 
         return getattr(dag, name)

@@ -1,10 +1,19 @@
 """sensors and reschedules (issue 15)
 
+A sensor in reschedule mode waits between pokes in state ``up_for_reschedule`` (a
+plain string: no schema change for the state). Its task instance keeps, for the
+current try, when the first poke started (the sensor's timeout counts from it) and
+how many pokes found the condition unmet (the exponential backoff counts them, and a
+claim of a rescheduled instance reopens its try instead of starting a new one).
+
 Revision ID: 0015
 Revises: 0014
 """
 
 from collections.abc import Sequence
+
+import sqlalchemy as sa
+from alembic import op
 
 revision: str = "0015"
 down_revision: str | None = "0014"
@@ -13,8 +22,14 @@ depends_on: str | Sequence[str] | None = None
 
 
 def upgrade() -> None:
-    pass  # nothing changes in this revision
+    with op.batch_alter_table("task_instances", schema=None) as batch_op:
+        batch_op.add_column(sa.Column("first_poke_at", sa.DateTime(timezone=True), nullable=True))
+        batch_op.add_column(
+            sa.Column("poke_count", sa.Integer(), nullable=False, server_default="0")
+        )
 
 
 def downgrade() -> None:
-    pass
+    with op.batch_alter_table("task_instances", schema=None) as batch_op:
+        batch_op.drop_column("poke_count")
+        batch_op.drop_column("first_poke_at")

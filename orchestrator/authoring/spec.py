@@ -73,6 +73,8 @@ def serialize_dag(dag: DAG) -> dict[str, Any]:
                 **({"http": t.http} if t.http is not None else {}),
                 # only when set, so a DAG that does not use it keeps its version hash
                 **({"max_lost_tries": t.max_lost_tries} if t.max_lost_tries is not None else {}),
+                **({"sensor": t.sensor} if t.sensor is not None else {}),  # issue 15
+                **({"check": t.check} if t.check is not None else {}),
                 **serialized(t.alerts, t.callbacks),
             }
         )
@@ -131,6 +133,9 @@ class TaskSpec:
     http: dict[str, Any] | None = None  # the request of an HTTP task
     # tries lost to infrastructure not held against retries; None: the setting
     max_lost_tries: int | None = None
+    # a sensor's options (seconds) and a built-in sensor's declarative check (issue 15)
+    sensor: dict[str, Any] | None = None
+    check: dict[str, Any] | None = None
 
     @property
     def max_tries(self) -> int:
@@ -255,6 +260,8 @@ class DagSpec:
                 callbacks=tuple(t.get("callbacks") or ()),
                 http=t.get("http"),
                 max_lost_tries=t.get("max_lost_tries"),
+                sensor=t.get("sensor"),
+                check=t.get("check"),
             )
         return cls(
             dag_id=data["dag_id"],

@@ -27,6 +27,7 @@ from typing import Any
 
 from orchestrator.authoring.loader import DagImportError, display_path, load_file, read_source
 from orchestrator.engine.proctree import become_subreaper, end_descendants
+from orchestrator.engine.sensor_try import SensorWait, run_sensor
 from orchestrator.engine.taskenv import EnvPolicy
 from orchestrator.engine.tasklog import CappedLog
 
@@ -272,7 +273,15 @@ def run_try(job: dict[str, Any], cache: dict[str, tuple[int, dict[str, Any]]]) -
         fn = dag.tasks[job["task_id"]].fn
         with contextlib.redirect_stdout(logfile), contextlib.redirect_stderr(logfile):
             try:
-                value = fn(ctx) if _takes_argument(fn) else fn()
+                if job.get("sensor"):  # issue 15: poke (engine/sensor_try.py)
+                    value = run_sensor(
+                        lambda: fn(ctx) if _takes_argument(fn) else fn(),
+                        job["sensor"],
+                        job.get("poke_count", 0),
+                        logger,
+                    )
+                else:
+                    value = fn(ctx) if _takes_argument(fn) else fn()
             except BaseException as exc:
                 if os.getpid() != me:  # the task forked and this copy is done with it
                     _exit_forked_copy(exc)
@@ -280,6 +289,8 @@ def run_try(job: dict[str, Any], cache: dict[str, tuple[int, dict[str, Any]]]) -
             if os.getpid() != me:
                 _exit_forked_copy(None)
         logfile.end_of_output()
+        if isinstance(value, SensorWait):
+            return value.outcome
         result = None
         if value is not None:
             try:

@@ -29,6 +29,7 @@ from typing import Any
 from orchestrator.clock import Clock
 from orchestrator.engine.proctree import kill_tree
 from orchestrator.engine.runner import task_child
+from orchestrator.engine.sensor_checks import SENSOR_OUTCOMES, evaluate, record_sensor_outcome
 from orchestrator.engine.taskenv import EnvPolicy
 from orchestrator.settings import Settings
 from orchestrator.store import Store
@@ -240,6 +241,9 @@ class Worker:
         except Exception as exc:  # noqa: BLE001
             self.store.finish_failure(claim, f"cannot prepare the try: {exc}", None, now)
             return
+        if task.check is not None:  # a built-in sensor: the worker checks (issue 15)
+            self._check(claim, spec, task, now)
+            return
         params = dict(spec.params)
         params.update(claim.conf)
         job = {
@@ -265,6 +269,8 @@ class Worker:
             "max_result_bytes": self.settings.max_result_bytes,
             "max_log_bytes": self.settings.max_log_bytes,
             "tag": (claim.ti_id, claim.try_number),
+            "sensor": task.sensor,
+            "poke_count": claim.poke_count,
         }
         slot = self._free_slot()
         slot.claim = claim
@@ -290,6 +296,14 @@ class Worker:
             claim.task_id,
             claim.try_number,
         )
+
+    def _check(self, claim: Claim, spec: Any, task: Any, now: datetime) -> None:
+        """Evaluate a built-in sensor's check here (engine/sensor_checks.py): no slot."""
+        log_file = os.path.join(self.settings.log_dir, claim.log_path)
+        out = evaluate(self.store, claim, spec, task, now, log_file=log_file,
+                       max_log_bytes=self.settings.max_log_bytes)  # fmt: skip
+        ok = out.state == "success"
+        self._outbox.append((claim, ok, out.payload, 0 if ok else None, out.state, now))
 
     def _collect(self, now: datetime, wait_seconds: float, extra: Any = ()) -> int:
         if not self._busy:
@@ -348,6 +362,12 @@ class Worker:
                 self._idle.append(slot)
                 if outcome["ok"]:
                     self._outbox.append((claim, True, outcome.get("result"), 0, "success", now))
+                elif outcome.get("sensor"):  # a sensor not met yet, or timed out (issue 15)
+                    if outcome["sensor"] == "reschedule":  # payload: no earlier next poke
+                        self._outbox.append((claim, False, None, None, "reschedule", now))
+                    else:
+                        error = outcome.get("error")
+                        self._outbox.append((claim, False, error, None, "sensor_failed", now))
                 else:
                     self._outbox.append(
                         (claim, False, outcome["error"], outcome.get("exit_status"), "failed", now)
@@ -422,7 +442,10 @@ class Worker:
                     del self._outbox[: len(batch)]
                     recorded += len(batch)
                     continue
-                self.store.finish_failure(claim, payload, exit_status, at, try_state=try_state)
+                if try_state in SENSOR_OUTCOMES:  # issue 15: a sensor's poke or give-up
+                    record_sensor_outcome(self.store, claim, try_state, payload, at)
+                else:
+                    self.store.finish_failure(claim, payload, exit_status, at, try_state=try_state)
             except Exception as exc:  # noqa: BLE001 - database down: retry next tick
                 log.warning(
                     "cannot record %d finished tr%s yet (%s); will retry",
@@ -431,7 +454,7 @@ class Worker:
                     str(exc).splitlines()[0],
                 )
                 break
-            wake_scheduler = True
+            wake_scheduler = wake_scheduler or try_state != "reschedule"  # a poke: no need
             self._outbox.pop(0)
             recorded += 1
         if recorded:

@@ -12,6 +12,7 @@ from orchestrator.store.alert_store import AlertStore
 from orchestrator.store.backfill_store import BackfillStore
 from orchestrator.store.claims import ClaimStore
 from orchestrator.store.cluster_store import ClusterStore
+from orchestrator.store.cross_dag import CrossDagStore
 from orchestrator.store.dag_store import DagStore
 from orchestrator.store.events import EventStore
 from orchestrator.store.explain_store import ExplainStore
@@ -21,6 +22,7 @@ from orchestrator.store.leader import LeaderStore
 from orchestrator.store.release import ReleaseStore
 from orchestrator.store.retention_store import RetentionStore
 from orchestrator.store.run_store import RunStore
+from orchestrator.store.sensor_store import SensorStore
 from orchestrator.store.task_store import TaskStore
 from orchestrator.store.ui_actions import UiActionStore
 from orchestrator.store.user_store import UserStore
@@ -43,6 +45,8 @@ class Store(
     ExplainStore,
     AlertStore,
     RetentionStore,  # observability (issue 6)
+    SensorStore,  # sensors (issue 15)
+    CrossDagStore,  # external sensors, triggering a DAG (issue 15)
 ):
     """All the transitions and reads, one mixin per concept (one base per line)."""
 

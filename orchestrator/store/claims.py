@@ -20,13 +20,14 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, delete, func, insert, select, update
+from sqlalchemy import Connection, bindparam, case, delete, func, insert, select, update
 
 from orchestrator.errors import ConfigError, NotFoundError
 from orchestrator.states import TASK_CLAIMABLE, TaskState
 from orchestrator.store import models as m
 from orchestrator.store.base import StoreBase, record_event
 from orchestrator.store.records import Claim, Record
+from orchestrator.store.sensor_store import reopen_tries
 from orchestrator.store.task_store import log_path_for, upstream_results_in
 
 ti = m.task_instances
@@ -192,8 +193,13 @@ class ClaimStore(StoreBase):
                     conf=json.loads(run.conf or "{}"),
                     version_hash=run.version_hash,
                     log_path=log_path_for(run.dag_id, run.run_id, c.task_id, c.try_number),
+                    poke_count=c.poke_count,
                 )
             )
+        reopen_tries(conn, [c for c in out if c.poke_count], owner)  # a sensor's next poke
+        fresh = [c for c in out if not c.poke_count]
+        if not fresh:
+            return out
         conn.execute(
             insert(tries),
             [
@@ -208,7 +214,7 @@ class ClaimStore(StoreBase):
                     "start_date": now,
                     "log_path": c.log_path,
                 }
-                for c in out
+                for c in fresh
             ],
         )
         return out
@@ -294,13 +300,21 @@ def _take(pick: Any) -> Any:
         .values(
             state=TaskState.RUNNING,
             owner=bindparam("b_owner"),
-            try_number=ti.c.try_number + 1,
+            # a sensor's next poke keeps its try (and its poke count and first poke)
+            try_number=case((_REPOKE, ti.c.try_number), else_=ti.c.try_number + 1),
+            poke_count=case((_REPOKE, ti.c.poke_count), else_=0),
+            first_poke_at=case((_REPOKE, ti.c.first_poke_at), else_=None),
             lease_expires_at=bindparam("b_expires"),
             start_date=bindparam("b_now"),
             end_date=None,
         )
-        .returning(ti.c.id, ti.c.run_pk, ti.c.try_number, ti.c.max_tries, ti.c.task_id)
+        .returning(
+            ti.c.id, ti.c.run_pk, ti.c.try_number, ti.c.max_tries, ti.c.task_id, ti.c.poke_count
+        )
     )
+
+
+_REPOKE = ti.c.state == TaskState.UP_FOR_RESCHEDULE
 
 
 def _taking(owner: str, now: datetime, expires: datetime) -> dict[str, Any]:

@@ -199,6 +199,10 @@ task_instances = Table(
     Column("error", Text),
     # tries lost to infrastructure so far, not held against retries up to max_lost_tries (0008)
     Column("lost_tries", Integer, nullable=False, default=0, server_default="0"),
+    # a sensor's current try: when its first poke started (its timeout counts from it)
+    # and how many pokes found the condition unmet (0015)
+    Column("first_poke_at", UTCDateTime),
+    Column("poke_count", Integer, nullable=False, default=0, server_default="0"),
     UniqueConstraint("run_pk", "task_id"),
     Index(None, "run_id", "task_id"),
     Index(None, "state", "ready_at"),

@@ -151,6 +151,9 @@ class TaskInstanceRecord(Record):
     end_date: datetime | None
     error: str | None
     lost_tries: int = 0  # tries lost to infrastructure (lease expired, handed back)
+    # a sensor's current try (issue 15): its first poke, and pokes that found it unmet
+    first_poke_at: datetime | None = None
+    poke_count: int = 0
 
     @classmethod
     def from_row(cls, row: Any) -> TaskInstanceRecord:
@@ -170,6 +173,8 @@ class TaskInstanceRecord(Record):
             end_date=row.end_date,
             error=row.error,
             lost_tries=row.lost_tries,
+            first_poke_at=row.first_poke_at,
+            poke_count=row.poke_count,
         )
 
 
@@ -249,6 +254,8 @@ class Claim(Record):
     log_path: str
     # the results of its upstream tasks (``ctx.upstream``), when the claim asked for them
     upstream_results: dict[str, str] | None = None
+    # a sensor's earlier pokes in this try (issue 15): > 0 means this claim reopened it
+    poke_count: int = 0
 
 
 @dataclass(frozen=True)

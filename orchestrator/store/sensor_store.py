@@ -1,0 +1,208 @@
+"""Sensors: a poke that found its condition unmet, and a sensor that gave up.
+
+A sensor in reschedule mode ends each unmet poke with :meth:`SensorStore.record_poke`,
+a write fenced like every outcome (id, try, owner, ``running``): the instance moves to
+``up_for_reschedule`` with ``ready_at`` at its next poke (see
+:mod:`orchestrator.scheduling.sensors`), gives up its owner and lease, and so holds no
+worker slot until a worker claims it again at ``ready_at``. That claim keeps the try
+number and reopens the try's row (:func:`reopen_tries`): every poke of a try appends to
+the same try and the same log. Pokes never spend retries; a poke that raises is an
+ordinary failed try. A sensor whose timeout (counted from the first poke of its try)
+has passed, or whose condition can no longer be met, ends with :meth:`sensor_failed`:
+``failed`` without retries, or ``skipped`` with ``soft_fail``.
+
+>>> store.record_poke(claim, now)     # doctest: +SKIP
+'up_for_reschedule'
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+
+from sqlalchemy import Connection, and_, bindparam, select, tuple_, update
+
+from orchestrator.scheduling.sensors import SensorPolicy, next_poke
+from orchestrator.states import TaskState
+from orchestrator.store import models as m
+from orchestrator.store.base import StoreBase, record_event
+from orchestrator.store.records import Claim
+from orchestrator.store.task_store import _stale
+
+log = logging.getLogger(__name__)
+ti = m.task_instances
+tries = m.task_tries
+
+
+class SensorStore(StoreBase):
+    def record_poke(
+        self, claim: Claim, now: datetime, *, wake_at: datetime | None = None
+    ) -> str | None:
+        """An unmet poke: ``up_for_reschedule`` until the next poke, or the sensor's
+        timeout (failed, or skipped with ``soft_fail``) if it has passed.
+
+        Returns the new state, or None if the write was fenced out (a stale worker).
+        ``wake_at`` brings the next poke forward (a time sensor's target time).
+        """
+        with self.write() as conn:
+            row = conn.execute(_ROW, {"id": claim.ti_id}).first()
+            if row is None:
+                return None
+            policy = self._policy(claim)
+            if policy is None:  # not a sensor (a changed DAG file): the try fails
+                return self._end(
+                    conn, claim, row, now, TaskState.FAILED, "not a sensor: cannot reschedule"
+                )
+            first = row.first_poke_at or row.start_date or now
+            pokes = row.poke_count + 1
+            at = next_poke(policy, first_poke=first, pokes=pokes, now=now, wake_at=wake_at)
+            if at is None:
+                waited = now - first
+                error = (
+                    f"sensor timed out: its condition was not met in {_round(waited)} "
+                    f"({pokes} poke{'s' if pokes != 1 else ''}; timeout {policy.timeout})"
+                )
+                state = TaskState.SKIPPED if policy.soft_fail else TaskState.FAILED
+                return self._end(conn, claim, row, now, state, error)
+            done = conn.execute(
+                update(ti)
+                .where(*_fence(claim))
+                .values(
+                    state=TaskState.UP_FOR_RESCHEDULE,
+                    owner=None,
+                    lease_expires_at=None,
+                    ready_at=at,
+                    first_poke_at=first,
+                    poke_count=pokes,
+                    error=None,
+                )
+            ).rowcount
+            if not done:
+                _stale(conn, row, now, try_number=claim.try_number, owner=claim.owner)
+                return None
+            _close(conn, claim, TaskState.UP_FOR_RESCHEDULE, now, None)
+            log.debug(
+                "poke %s of dag_id=%s run_id=%s task_id=%s try=%s unmet: next at %s",
+                pokes,
+                claim.dag_id,
+                claim.run_id,
+                claim.task_id,
+                claim.try_number,
+                at.isoformat(),
+            )
+            return str(TaskState.UP_FOR_RESCHEDULE)
+
+    def sensor_failed(self, claim: Claim, error: str, now: datetime) -> str | None:
+        """A sensor that gave up (poke mode's timeout, an external task that failed):
+        ``failed`` without further tries, or ``skipped`` if it has ``soft_fail``."""
+        with self.write() as conn:
+            row = conn.execute(_ROW, {"id": claim.ti_id}).first()
+            if row is None:
+                return None
+            policy = self._policy(claim)
+            soft = policy is not None and policy.soft_fail
+            state = TaskState.SKIPPED if soft else TaskState.FAILED
+            return self._end(conn, claim, row, now, state, error)
+
+    def _policy(self, claim: Claim) -> SensorPolicy | None:
+        try:
+            task = self.spec(claim.dag_id, claim.version_hash).tasks.get(claim.task_id)  # type: ignore[attr-defined]
+        except Exception:  # noqa: BLE001 - an unknown version: not a sensor
+            return None
+        sensor = getattr(task, "sensor", None)
+        return SensorPolicy.of(sensor) if sensor else None
+
+    @staticmethod
+    def _end(
+        conn: Connection, claim: Claim, row: object, now: datetime, state: str, error: str
+    ) -> str | None:
+        done = conn.execute(
+            update(ti)
+            .where(*_fence(claim))
+            .values(
+                state=state, owner=None, lease_expires_at=None, end_date=now, error=error[-4000:]
+            )
+        ).rowcount
+        if not done:
+            _stale(conn, row, now, try_number=claim.try_number, owner=claim.owner)
+            return None
+        _close(conn, claim, "failed" if state == TaskState.FAILED else str(state), now, error)
+        kind = "sensor_skipped" if state == TaskState.SKIPPED else "sensor_failed"
+        record_event(
+            conn,
+            now,
+            kind,
+            f"try {claim.try_number}: {error[:500]}",
+            dag_id=claim.dag_id,
+            run_id=claim.run_id,
+            task_id=claim.task_id,
+            try_number=claim.try_number,
+        )
+        log.warning(
+            "%s dag_id=%s run_id=%s task_id=%s try=%s: %s",
+            kind,
+            claim.dag_id,
+            claim.run_id,
+            claim.task_id,
+            claim.try_number,
+            error[:200],
+        )
+        return str(state)
+
+
+def reopen_tries(conn: Connection, claims: list[Claim], owner: str) -> None:
+    """A rescheduled sensor claimed for its next poke: its try's row is running again
+    (same try number, same log; its start stays the first poke's)."""
+    if not claims:
+        return
+    conn.execute(
+        _REOPEN, {"pairs": sorted((c.ti_id, c.try_number) for c in claims), "worker": owner}
+    )
+
+
+def _fence(claim: Claim) -> list:
+    return [
+        ti.c.id == claim.ti_id,
+        ti.c.try_number == claim.try_number,
+        ti.c.owner == claim.owner,
+        ti.c.state == TaskState.RUNNING,
+    ]
+
+
+def _close(conn: Connection, claim: Claim, state: str, now: datetime, error: str | None) -> None:
+    conn.execute(
+        update(tries)
+        .where(
+            and_(
+                tries.c.ti_id == claim.ti_id,
+                tries.c.try_number == claim.try_number,
+                tries.c.state == "running",
+            )
+        )
+        .values(state=state, end_date=now, error=error[-4000:] if error else None)
+    )
+
+
+def _round(delta: object) -> str:
+    return str(delta).split(".")[0]
+
+
+_ROW = select(
+    ti.c.id,
+    ti.c.dag_id,
+    ti.c.run_id,
+    ti.c.task_id,
+    ti.c.try_number,
+    ti.c.owner,
+    ti.c.start_date,
+    ti.c.first_poke_at,
+    ti.c.poke_count,
+).where(ti.c.id == bindparam("id"))
+_REOPEN = (
+    update(tries)
+    .where(
+        tuple_(tries.c.ti_id, tries.c.try_number).in_(bindparam("pairs", expanding=True)),
+        tries.c.state == TaskState.UP_FOR_RESCHEDULE,
+    )
+    .values(state="running", worker=bindparam("worker"), end_date=None)
+)
