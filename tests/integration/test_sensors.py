@@ -272,6 +272,5 @@ def test_task_sensor_takes_every_task_option_in_a_loop(tmp_path):
     t = dag.tasks["s1"]
     assert t.retries == 2 and t.timeout == timedelta(seconds=3)
     assert t.sensor == {"poke_interval": 5.0, "timeout": 604800.0, "mode": "reschedule"}
-    with pytest.raises(DagDefinitionError, match="poke_interval"):
-        with DAG("loop2", schedule=None):
-            task.sensor(task_id="x")(bool)
+    with pytest.raises(DagDefinitionError, match="poke_interval"), DAG("loop2", schedule=None):
+        task.sensor(task_id="x")(bool)
