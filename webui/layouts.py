@@ -61,7 +61,8 @@ class Layouts:
                 log.info(
                     "laid out dag_id=%s version=%s: %d tasks", dag_id, version_hash, len(lay.nodes)
                 )
-            drawing = Drawing(lay)
+            sensors = frozenset(t for t, spec_t in spec.tasks.items() if spec_t.sensor)
+            drawing = Drawing(lay, sensors)
             with self._lock:
                 self._items[key] = drawing
                 while len(self._items) > self.keep:

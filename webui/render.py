@@ -57,8 +57,9 @@ def _states() -> Callable[[str], tuple[str, str]]:
 class Drawing:
     """A layout ready to draw: what does not depend on the run is escaped once."""
 
-    def __init__(self, layout: Layout) -> None:
+    def __init__(self, layout: Layout, sensors: frozenset[str] = frozenset()) -> None:
         self.layout = layout
+        self.sensors = sensors  # task ids drawn as sensors (class "sensor", issue 15)
         self._head = (
             f'<svg class="graph" viewBox="0 0 {layout.width} {layout.height}" '
             f'width="{layout.width}" height="{layout.height}" role="img" '
@@ -78,6 +79,7 @@ class Drawing:
                 f'<rect class="node-stripe" x="{n.x}" y="{n.y}" width="6" height="{n.h}" '
                 f'rx="3"></rect><text x="{n.x + 16}" y="{n.y + n.h / 2 + 4.5}">'
                 f"{escape(n.label)}</text>",
+                " sensor" if n.id in sensors else "",
             )
             for n in layout.nodes
         ]
@@ -91,10 +93,10 @@ class Drawing:
         ``task_href`` (a URL prefix the quoted task id completes), linked."""
         of = _states()
         parts = [self._head, self._edges]
-        for task_id, eid, qid, body in self._nodes:
+        for task_id, eid, qid, body, kind in self._nodes:
             cls, st = of(states.get(task_id, "none"))
-            head = f'<g class="node {cls}" data-task-id="{eid}" data-state="{st}">'
-            title = f"<title>{eid}: {st}</title>"
+            head = f'<g class="node {cls}{kind}" data-task-id="{eid}" data-state="{st}">'
+            title = f"<title>{eid}{' (sensor)' if kind else ''}: {st}</title>"
             if task_href is None:
                 parts.append(f"{head}{title}{body}</g>")
             else:

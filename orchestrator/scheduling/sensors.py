@@ -46,9 +46,10 @@ class SensorPolicy:
         """The wait after the ``pokes``-th unmet poke (1 for the first)."""
         if not self.exponential_backoff:
             return self.poke_interval
-        step = self.poke_interval * (2 ** min(max(pokes - 1, 0), 40))
         cap = self.max_wait if self.max_wait is not None else self.timeout
-        return min(step, cap)
+        # in seconds, capped before it becomes a timedelta (which overflows past 10^9 days)
+        step = self.poke_interval.total_seconds() * 2.0 ** min(max(pokes - 1, 0), 64)
+        return timedelta(seconds=min(step, cap.total_seconds()))
 
     def deadline(self, first_poke: datetime) -> datetime:
         return first_poke + self.timeout
