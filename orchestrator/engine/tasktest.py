@@ -106,6 +106,14 @@ def run_task_test(
             return 1
         print(outcome["result"])
         return 0
+    if task.kind == "check":  # issue 15: a built-in sensor reads the store, never here
+        logger.error(
+            "task %s is a built-in %s sensor: the worker evaluates it against the store, so "
+            "`tasks test` (which leaves the store untouched) cannot run it",
+            task_id,
+            (task.check or {}).get("type"),
+        )
+        return 1
     try:
         value = task.fn(ctx) if _takes_argument(task.fn) else task.fn()
     except Exception:

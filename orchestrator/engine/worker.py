@@ -29,7 +29,12 @@ from typing import Any
 from orchestrator.clock import Clock
 from orchestrator.engine.proctree import kill_tree
 from orchestrator.engine.runner import task_child
-from orchestrator.engine.sensor_checks import SENSOR_OUTCOMES, evaluate, record_sensor_outcome
+from orchestrator.engine.sensor_checks import (
+    RESCHEDULE,
+    SENSOR_OUTCOMES,
+    evaluate,
+    record_sensor_outcome,
+)
 from orchestrator.engine.taskenv import EnvPolicy
 from orchestrator.settings import Settings
 from orchestrator.store import Store
@@ -442,7 +447,21 @@ class Worker:
                     del self._outbox[: len(batch)]
                     recorded += len(batch)
                     continue
-                if try_state in SENSOR_OUTCOMES:  # issue 15: a sensor's poke or give-up
+                if try_state == RESCHEDULE:  # issue 15: unmet pokes, in one commit
+                    pokes = []
+                    for item in self._outbox:
+                        if item[4] != RESCHEDULE or len(pokes) >= 64:
+                            break
+                        pokes.append((item[0], item[5], item[2]))
+                    states = self.store.record_pokes(pokes)
+                    del self._outbox[: len(pokes)]
+                    recorded += len(pokes)
+                    # a poke leaves nothing to the scheduler; a timed-out sensor does
+                    wake_scheduler = wake_scheduler or any(
+                        st != "up_for_reschedule" for st in states
+                    )
+                    continue
+                if try_state in SENSOR_OUTCOMES:  # a sensor that gave up
                     record_sensor_outcome(self.store, claim, try_state, payload, at)
                 else:
                     self.store.finish_failure(claim, payload, exit_status, at, try_state=try_state)
@@ -454,7 +473,7 @@ class Worker:
                     str(exc).splitlines()[0],
                 )
                 break
-            wake_scheduler = wake_scheduler or try_state != "reschedule"  # a poke: no need
+            wake_scheduler = True
             self._outbox.pop(0)
             recorded += 1
         if recorded:

@@ -44,53 +44,65 @@ class SensorStore(StoreBase):
         Returns the new state, or None if the write was fenced out (a stale worker).
         ``wake_at`` brings the next poke forward (a time sensor's target time).
         """
+        return self.record_pokes([(claim, now, wake_at)])[0]
+
+    def record_pokes(
+        self, items: list[tuple[Claim, datetime, datetime | None]]
+    ) -> list[str | None]:
+        """Several unmet pokes (``record_poke`` each) in one transaction, one commit:
+        a worker's round of pokes costs one commit, like its round of successes."""
         with self.write() as conn:
-            row = conn.execute(_ROW, {"id": claim.ti_id}).first()
-            if row is None:
-                return None
-            policy = self._policy(claim)
-            if policy is None:  # not a sensor (a changed DAG file): the try fails
-                return self._end(
-                    conn, claim, row, now, TaskState.FAILED, "not a sensor: cannot reschedule"
-                )
-            first = row.first_poke_at or row.start_date or now
-            pokes = row.poke_count + 1
-            at = next_poke(policy, first_poke=first, pokes=pokes, now=now, wake_at=wake_at)
-            if at is None:
-                waited = now - first
-                error = (
-                    f"sensor timed out: its condition was not met in {_round(waited)} "
-                    f"({pokes} poke{'s' if pokes != 1 else ''}; timeout {policy.timeout})"
-                )
-                state = TaskState.SKIPPED if policy.soft_fail else TaskState.FAILED
-                return self._end(conn, claim, row, now, state, error)
-            done = conn.execute(
-                update(ti)
-                .where(*_fence(claim))
-                .values(
-                    state=TaskState.UP_FOR_RESCHEDULE,
-                    owner=None,
-                    lease_expires_at=None,
-                    ready_at=at,
-                    first_poke_at=first,
-                    poke_count=pokes,
-                    error=None,
-                )
-            ).rowcount
-            if not done:
-                _stale(conn, row, now, try_number=claim.try_number, owner=claim.owner)
-                return None
-            _close(conn, claim, TaskState.UP_FOR_RESCHEDULE, now, None)
-            log.debug(
-                "poke %s of dag_id=%s run_id=%s task_id=%s try=%s unmet: next at %s",
-                pokes,
-                claim.dag_id,
-                claim.run_id,
-                claim.task_id,
-                claim.try_number,
-                at.isoformat(),
+            return [self._poke_in(conn, claim, now, wake_at) for claim, now, wake_at in items]
+
+    def _poke_in(
+        self, conn: Connection, claim: Claim, now: datetime, wake_at: datetime | None
+    ) -> str | None:
+        row = conn.execute(_ROW, {"id": claim.ti_id}).first()
+        if row is None:
+            return None
+        policy = self._policy(claim)
+        if policy is None:  # not a sensor (a changed DAG file): the try fails
+            return self._end(
+                conn, claim, row, now, TaskState.FAILED, "not a sensor: cannot reschedule"
             )
-            return str(TaskState.UP_FOR_RESCHEDULE)
+        first = row.first_poke_at or row.start_date or now
+        pokes = row.poke_count + 1
+        at = next_poke(policy, first_poke=first, pokes=pokes, now=now, wake_at=wake_at)
+        if at is None:
+            waited = now - first
+            error = (
+                f"sensor timed out: its condition was not met in {_round(waited)} "
+                f"({pokes} poke{'s' if pokes != 1 else ''}; timeout {policy.timeout})"
+            )
+            state = TaskState.SKIPPED if policy.soft_fail else TaskState.FAILED
+            return self._end(conn, claim, row, now, state, error)
+        done = conn.execute(
+            update(ti)
+            .where(*_fence(claim))
+            .values(
+                state=TaskState.UP_FOR_RESCHEDULE,
+                owner=None,
+                lease_expires_at=None,
+                ready_at=at,
+                first_poke_at=first,
+                poke_count=pokes,
+                error=None,
+            )
+        ).rowcount
+        if not done:
+            _stale(conn, row, now, try_number=claim.try_number, owner=claim.owner)
+            return None
+        _close(conn, claim, TaskState.UP_FOR_RESCHEDULE, now, None)
+        log.debug(
+            "poke %s of dag_id=%s run_id=%s task_id=%s try=%s unmet: next at %s",
+            pokes,
+            claim.dag_id,
+            claim.run_id,
+            claim.task_id,
+            claim.try_number,
+            at.isoformat(),
+        )
+        return str(TaskState.UP_FOR_RESCHEDULE)
 
     def sensor_failed(self, claim: Claim, error: str, now: datetime) -> str | None:
         """A sensor that gave up (poke mode's timeout, an external task that failed):

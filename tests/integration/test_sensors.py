@@ -274,3 +274,35 @@ def test_task_sensor_takes_every_task_option_in_a_loop(tmp_path):
     assert t.sensor == {"poke_interval": 5.0, "timeout": 604800.0, "mode": "reschedule"}
     with pytest.raises(DagDefinitionError, match="poke_interval"), DAG("loop2", schedule=None):
         task.sensor(task_id="x")(bool)
+
+
+def test_a_round_of_pokes_is_fenced_poke_by_poke(harness, write_dag, tmp_path):
+    """Pokes recorded in one transaction: a stale one (its lease lost and the sensor
+    reclaimed by another worker) changes nothing and is logged; the others count."""
+    write_dag(
+        "many.py",
+        """
+        from orchestrator import DAG, task
+
+        with DAG("many", schedule=None) as dag:
+            for i in range(3):
+                task.sensor(task_id=f"s{i}", poke_interval=30)(lambda ctx: None)
+        """,
+    )
+    store, clock = harness.store, harness.clock
+    harness.parse()
+    run = store.trigger_run("many", clock.now())
+    harness.tick()
+    claims = store.claim("worker-A", clock.now(), timedelta(seconds=30), limit=3)
+    assert len(claims) == 3
+    clock.advance(timedelta(seconds=31))
+    harness.tick()  # worker-A's leases expired: reaped, queued again (a lost try)
+    [retaken] = store.claim("worker-B", clock.now(), timedelta(seconds=30), limit=1)
+    states = store.record_pokes([(c, clock.now(), None) for c in claims])
+    assert states == [None, None, None]  # all three of worker-A's are stale now
+    assert len(store.events(kind="stale_write_rejected")) == 3
+    assert store.record_pokes([(retaken, clock.now(), None)]) == ["up_for_reschedule"]
+    by_task = {t.task_id: t for t in store.task_instances(run.run_id)}
+    assert by_task[retaken.task_id].state == "up_for_reschedule"
+    assert by_task[retaken.task_id].try_number == 2
+    assert sorted(t.state for t in by_task.values()) == ["queued", "queued", "up_for_reschedule"]

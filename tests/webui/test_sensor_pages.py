@@ -47,7 +47,9 @@ def test_the_task_page_shows_the_next_poke_and_why(client, store):
     assert 'data-code="sensor_waiting"' in html
     assert "it times out at 2026-01-01T01:00:00+00:00" in html
     api = client.get(f"/api/v1/runs/{run.run_id}/tasks/landed").get_json()
-    assert api["state"] == "up_for_reschedule"
+    assert api["state"] == "up_for_reschedule" and api["poke_count"] == 1
+    assert api["ready_at"].startswith("2026-01-01T00:00:31")
+    assert [r["code"] for r in api["why_not_running"]][0] == "sensor_waiting"
 
 
 def test_graphs_draw_sensors_distinctly(client, store):
