@@ -11,7 +11,8 @@ speeds (tasks per second), the ratio (target: >= 0.80) and how many pokes happen
 during the window.
 
     python bench/sensors.py [--sensors 1000] [--tasks 1000] [--poke-interval 30]
-                            [--window 70] [--backend sqlite|postgres] [--json]
+                            [--window 70] [--kind python|file] [--backend sqlite|postgres]
+                            [--json] [--profile DIR]
 """
 
 from __future__ import annotations
@@ -38,7 +39,19 @@ from orchestrator.store import Store  # noqa: E402
 from orchestrator.store import models as m  # noqa: E402
 
 
-def sensor_dag(count: int, poke_interval: float) -> str:
+def sensor_dag(count: int, poke_interval: float, kind: str) -> str:
+    if kind == "file":  # built-in: the worker checks, no task process
+        return textwrap.dedent(
+            f"""
+            from orchestrator import DAG
+            from orchestrator.sensors import file_sensor
+
+            with DAG("bench_sensors", schedule=None) as dag:
+                for i in range({count}):
+                    file_sensor(f"s_{{i:05d}}", f"/nonexistent/bench/never_{{i}}.csv",
+                                poke_interval={poke_interval}, timeout=86400)
+            """
+        )
     return textwrap.dedent(
         f"""
         from orchestrator import DAG, task
@@ -98,11 +111,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--sensors", type=int, default=1000)
     p.add_argument("--tasks", type=int, default=1000)
     p.add_argument("--poke-interval", type=float, default=30.0)
+    p.add_argument(
+        "--kind",
+        choices=("python", "file"),
+        default="python",
+        help="@task.sensor poked in task processes, or file_sensor checked by the worker",
+    )
     p.add_argument("--window", type=float, default=None, help="default: 2 poke intervals + 10 s")
     p.add_argument("--backend", choices=("sqlite", "postgres"), default="sqlite")
     p.add_argument("--admin-url", default="postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
     p.add_argument("--timeout", type=float, default=600.0)
     p.add_argument("--json", action="store_true")
+    p.add_argument("--profile", metavar="DIR", help="cProfile the scheduler and worker threads")
     args = p.parse_args(argv)
     window = args.window if args.window is not None else 2 * args.poke_interval + 10
     workdir = tempfile.mkdtemp(prefix="bench-sensors-")
@@ -112,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
         with open(os.path.join(dags, "bench_tasks.py"), "w", encoding="utf-8") as fh:
             fh.write(benchlib.flat_dag(args.tasks).replace("bench_raw", "bench_tasks"))
         with open(os.path.join(dags, "bench_sensors.py"), "w", encoding="utf-8") as fh:
-            fh.write(sensor_dag(args.sensors, args.poke_interval))
+            fh.write(sensor_dag(args.sensors, args.poke_interval, args.kind))
         settings = Settings.load({}, cwd=workdir, database_url=url, dags_folder=dags,
                                  state_dir=os.path.join(workdir, "state"),
                                  parse_timeout=120)  # fmt: skip
@@ -121,7 +141,8 @@ def main(argv: list[str] | None = None) -> int:
         if scanned.errors:
             raise benchlib.BenchError("; ".join(e.message for e in store.import_errors()))
         concurrency = settings.worker_concurrency
-        engine = benchlib.Engine(store, settings, 1, concurrency, benchlib.Profiles(None))
+        profiles = benchlib.Profiles(args.profile)
+        engine = benchlib.Engine(store, settings, 1, concurrency, profiles)
         engine.start()
         try:
             run_for(store, engine, 0, args.timeout)  # warm-up: task processes import the DAG
@@ -143,6 +164,7 @@ def main(argv: list[str] | None = None) -> int:
             states = Counter(t.state for t in store.task_instances(sensors.run_id))
         finally:
             engine.close()
+            profiles.dump("sensors", 40)
             store.dispose()
     speed_alone = alone[0] / alone[1]
     speed_beside = beside[0] / beside[1]
@@ -150,6 +172,7 @@ def main(argv: list[str] | None = None) -> int:
         "backend": args.backend,
         "concurrency": concurrency,
         "sensors": args.sensors,
+        "kind": args.kind,
         "poke_interval_s": args.poke_interval,
         "first_poke_round_s": round(first_round, 2),
         "alone_tasks_per_s": round(speed_alone, 1),
@@ -168,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"backend {args.backend}, one worker at concurrency {concurrency}")
         print(f"{args.tasks}-task DAG alone:          {speed_alone:8.1f} tasks/s "
               f"({alone[0]} tasks in {alone[1]:.1f} s, {alone[2]} runs)")  # fmt: skip
-        print(f"beside {args.sensors} waiting sensors: {speed_beside:8.1f} tasks/s "
+        print(f"beside {args.sensors} waiting {args.kind} sensors: {speed_beside:8.1f} tasks/s "
               f"({beside[0]} tasks in {beside[1]:.1f} s, {beside[2]} runs; {pokes} pokes "
               f"meanwhile, poke_interval {args.poke_interval:g} s)")  # fmt: skip
         due = args.sensors * beside[1] / args.poke_interval

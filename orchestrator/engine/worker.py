@@ -453,7 +453,16 @@ class Worker:
                         if item[4] != RESCHEDULE or len(pokes) >= 64:
                             break
                         pokes.append((item[0], item[5], item[2]))
-                    states = self.store.record_pokes(pokes)
+                    free = self._free_slots()
+                    take = None
+                    if len(pokes) == len(self._outbox) and free > 0:  # and claim, same commit
+                        claimed_at = self.clock.now()
+                        take = (self.id, claimed_at, self.lease, free, list(self.queues))
+                    states, claims = self.store.record_pokes_and_claim(pokes, take)
+                    if take is not None:
+                        claimed = (claims, take[1])
+                        self._last_claim = time.monotonic()
+                        self._claim_hint = len(claims) == free
                     del self._outbox[: len(pokes)]
                     recorded += len(pokes)
                     # a poke leaves nothing to the scheduler; a timed-out sensor does

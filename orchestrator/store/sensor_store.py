@@ -18,7 +18,7 @@ has passed, or whose condition can no longer be met, ends with :meth:`sensor_fai
 from __future__ import annotations
 
 import logging
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from sqlalchemy import Connection, and_, bindparam, select, tuple_, update
 
@@ -51,8 +51,23 @@ class SensorStore(StoreBase):
     ) -> list[str | None]:
         """Several unmet pokes (``record_poke`` each) in one transaction, one commit:
         a worker's round of pokes costs one commit, like its round of successes."""
+        return self.record_pokes_and_claim(items, None)[0]
+
+    def record_pokes_and_claim(
+        self,
+        items: list[tuple[Claim, datetime, datetime | None]],
+        claim: tuple[str, datetime, timedelta, int, list[str]] | None,
+    ) -> tuple[list[str | None], list[Claim]]:
+        """``record_pokes``, then (``claim``: owner, now, lease, limit, queues) claim
+        what is ready in the same transaction, as ``finish_and_claim`` does for
+        successes: a worker's round of pokes and claims is one commit."""
+        claims: list[Claim] = []
         with self.write() as conn:
-            return [self._poke_in(conn, claim, now, wake_at) for claim, now, wake_at in items]
+            states = [self._poke_in(conn, c, now, wake_at) for c, now, wake_at in items]
+            if claim is not None and claim[3] > 0:
+                owner, now, lease, limit, queues = claim
+                claims = self._claim_in(conn, owner, now, now + lease, limit, queues, {})  # type: ignore[attr-defined]
+        return states, claims
 
     def _poke_in(
         self, conn: Connection, claim: Claim, now: datetime, wake_at: datetime | None

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from orchestrator.cli import main
 from tests.system.cluster import wait_for
 from tests.system.test_worker_kill import WORKER_SCRIPT
 
@@ -20,7 +21,7 @@ pytestmark = pytest.mark.system
 
 
 def test_a_sensor_whose_worker_is_sigkilled_between_pokes_is_poked_again(
-    harness, write_dag, settings, tmp_path
+    harness, write_dag, settings, tmp_path, monkeypatch, capsys
 ):
     flag = tmp_path / "flag"
     write_dag(
@@ -30,7 +31,7 @@ def test_a_sensor_whose_worker_is_sigkilled_between_pokes_is_poked_again(
         from orchestrator import DAG, task
 
         with DAG("waiter", schedule=None) as dag:
-            @task.sensor(poke_interval=6, timeout=3600, retries=0)
+            @task.sensor(poke_interval=40, timeout=3600, retries=0)
             def landed(ctx):
                 return "here" if os.path.exists({str(flag)!r}) else None
         """,
@@ -52,7 +53,7 @@ def test_a_sensor_whose_worker_is_sigkilled_between_pokes_is_poked_again(
     def waiting_long_enough():
         ti = store.task_instance(run.run_id, "landed")
         now = datetime.now(UTC)
-        return ti.state == "up_for_reschedule" and ti.ready_at - now > timedelta(seconds=2)
+        return ti.state == "up_for_reschedule" and ti.ready_at - now > timedelta(seconds=20)
 
     with open(tmp_path / "worker.log", "wb") as out:
         proc = subprocess.Popen([sys.executable, "-c", WORKER_SCRIPT], env=env,
@@ -69,6 +70,15 @@ def test_a_sensor_whose_worker_is_sigkilled_between_pokes_is_poked_again(
     assert (ti.state, ti.try_number, ti.poke_count, ti.owner) == (
         "up_for_reschedule", 1, 1, None)  # fmt: skip
     assert harness.tick().reaped == []  # no lease to expire: nothing was lost
+    # `tasks why` (the real clock) names the next poke
+    monkeypatch.setenv("ORCHESTRATOR_DATABASE_URL", settings.database_url)
+    monkeypatch.setenv("ORCHESTRATOR_DAGS_FOLDER", settings.dags_folder)
+    monkeypatch.setenv("ORCHESTRATOR_STATE_DIR", settings.state_dir)
+    capsys.readouterr()
+    assert main(["tasks", "why", run.run_id, "landed"]) == 0
+    said = capsys.readouterr().out
+    assert f"next poke at {ti.ready_at.isoformat()}" in said, said
+    assert "1 poke of try 1 found it unmet" in said
 
     flag.write_text("x")
     harness.clock.set(ti.ready_at)
