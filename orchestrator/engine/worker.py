@@ -422,53 +422,44 @@ class Worker:
         while self._outbox:
             claim, ok, payload, exit_status, try_state, at = self._outbox[0]
             try:
-                if ok:
-                    batch = []
+                if ok or try_state == RESCHEDULE:
+                    # the leading successes and (issue 15) unmet pokes, in one commit
+                    batch, pokes, n = [], [], 0
                     for item in self._outbox:
-                        if not item[1] or len(batch) >= 64:
+                        if n >= 64 or not (item[1] or item[4] == RESCHEDULE):
                             break
-                        batch.append((item[0], item[2], item[5]))
+                        if item[1]:
+                            batch.append((item[0], item[2], item[5]))
+                        else:
+                            pokes.append((item[0], item[5], item[2]))
+                        n += 1
                     free = self._free_slots()
-                    if len(batch) == len(self._outbox) and free > 0:
-                        claimed_at = self.clock.now()
-                        done, claims = self.store.finish_and_claim(
-                            batch, self.id, claimed_at, self.lease, limit=free, queues=self.queues
+                    take = None
+                    if n == len(self._outbox) and free > 0:
+                        take = (self.id, self.clock.now(), self.lease, free, list(self.queues))
+                    if pokes:
+                        states, done, claims = self.store.finish_round(pokes, batch, take)
+                        # a poke leaves nothing to the scheduler; a timed-out sensor does
+                        wake_scheduler = wake_scheduler or any(
+                            st != "up_for_reschedule" for st in states
                         )
-                        claimed = (claims, claimed_at)
+                    elif take is not None:
+                        done, claims = self.store.finish_and_claim(
+                            batch, self.id, take[1], self.lease, limit=free, queues=self.queues
+                        )
+                    else:
+                        done = self.store.finish_successes(batch)
+                    if take is not None:
+                        claimed = (claims, take[1])
                         self._last_claim = time.monotonic()
                         # a full batch may leave more behind; a short one: nothing else
                         self._claim_hint = len(claims) == free
-                    else:
-                        done = self.store.finish_successes(batch)
                     wake_scheduler = wake_scheduler or any(
                         f.needs_scheduler or not f.recorded for f in done
                     )
                     self.released += sum(f.released for f in done)
-                    del self._outbox[: len(batch)]
-                    recorded += len(batch)
-                    continue
-                if try_state == RESCHEDULE:  # issue 15: unmet pokes, in one commit
-                    pokes = []
-                    for item in self._outbox:
-                        if item[4] != RESCHEDULE or len(pokes) >= 64:
-                            break
-                        pokes.append((item[0], item[5], item[2]))
-                    free = self._free_slots()
-                    take = None
-                    if len(pokes) == len(self._outbox) and free > 0:  # and claim, same commit
-                        claimed_at = self.clock.now()
-                        take = (self.id, claimed_at, self.lease, free, list(self.queues))
-                    states, claims = self.store.record_pokes_and_claim(pokes, take)
-                    if take is not None:
-                        claimed = (claims, take[1])
-                        self._last_claim = time.monotonic()
-                        self._claim_hint = len(claims) == free
-                    del self._outbox[: len(pokes)]
-                    recorded += len(pokes)
-                    # a poke leaves nothing to the scheduler; a timed-out sensor does
-                    wake_scheduler = wake_scheduler or any(
-                        st != "up_for_reschedule" for st in states
-                    )
+                    del self._outbox[:n]
+                    recorded += n
                     continue
                 if try_state in SENSOR_OUTCOMES:  # a sensor that gave up
                     record_sensor_outcome(self.store, claim, try_state, payload, at)

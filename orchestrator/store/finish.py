@@ -18,7 +18,7 @@ True
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -94,11 +94,14 @@ class FinishStore(StoreBase):
         self,
         items: list[tuple[Claim, str | None, datetime]],
         claim: tuple[str, datetime, datetime, int, list[str]] | None,
+        before: Callable[[Connection], None] | None = None,
     ) -> tuple[list[Finished], list[Claim]]:
         out, prepared = self._prepare(items)
         claims: list[Claim] = []
-        if prepared or claim:
+        if prepared or claim or before:
             with self.write() as conn:
+                if before is not None:  # e.g. a round's unmet pokes (store/sensor_store.py)
+                    before(conn)
                 # results just recorded are not read back for the tasks they released
                 known = self._record(conn, prepared, out) if prepared else {}
                 if claim and claim[3] > 0:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 from datetime import datetime, timedelta
+from typing import Any
 
 from sqlalchemy import Connection, and_, bindparam, select, tuple_, update
 
@@ -51,23 +52,29 @@ class SensorStore(StoreBase):
     ) -> list[str | None]:
         """Several unmet pokes (``record_poke`` each) in one transaction, one commit:
         a worker's round of pokes costs one commit, like its round of successes."""
-        return self.record_pokes_and_claim(items, None)[0]
+        return self.finish_round(items, [], None)[0]
 
-    def record_pokes_and_claim(
+    def finish_round(
         self,
-        items: list[tuple[Claim, datetime, datetime | None]],
+        pokes: list[tuple[Claim, datetime, datetime | None]],
+        successes: list[tuple[Claim, str | None, datetime]],
         claim: tuple[str, datetime, timedelta, int, list[str]] | None,
-    ) -> tuple[list[str | None], list[Claim]]:
-        """``record_pokes``, then (``claim``: owner, now, lease, limit, queues) claim
-        what is ready in the same transaction, as ``finish_and_claim`` does for
-        successes: a worker's round of pokes and claims is one commit."""
-        claims: list[Claim] = []
-        with self.write() as conn:
-            states = [self._poke_in(conn, c, now, wake_at) for c, now, wake_at in items]
-            if claim is not None and claim[3] > 0:
-                owner, now, lease, limit, queues = claim
-                claims = self._claim_in(conn, owner, now, now + lease, limit, queues, {})  # type: ignore[attr-defined]
-        return states, claims
+    ) -> tuple[list[str | None], list[Any], list[Claim]]:
+        """A worker's round in one commit: its unmet pokes (``record_pokes``), its
+        successes (``finish_successes``) and, with ``claim`` (owner, now, lease, limit,
+        queues), what is ready now, as ``finish_and_claim``. Returns the pokes' new
+        states, the successes' ``Finished`` and the claims."""
+        states: list[str | None] = []
+
+        def record(conn: Connection) -> None:
+            states.extend(self._poke_in(conn, c, now, wake_at) for c, now, wake_at in pokes)
+
+        take = None
+        if claim is not None:
+            owner, now, lease, limit, queues = claim
+            take = (owner, now, now + lease, limit, queues)
+        done, claims = self._finish(successes, take, before=record)  # type: ignore[attr-defined]
+        return states, done, claims
 
     def _poke_in(
         self, conn: Connection, claim: Claim, now: datetime, wake_at: datetime | None

@@ -306,3 +306,21 @@ def test_a_round_of_pokes_is_fenced_poke_by_poke(harness, write_dag, tmp_path):
     assert by_task[retaken.task_id].state == "up_for_reschedule"
     assert by_task[retaken.task_id].try_number == 2
     assert sorted(t.state for t in by_task.values()) == ["queued", "queued", "up_for_reschedule"]
+
+
+def test_cancelling_or_marking_a_waiting_sensor_closes_its_try(harness, write_dag, tmp_path):
+    store, clock = harness.store, harness.clock
+    _dag(write_dag, tmp_path)
+    run_id = _start(harness)
+    _poke(harness)
+    store.mark_task(run_id, "wait_flag", "success", clock.now())
+    [t] = store.tries(run_id, "wait_flag")
+    assert t.state == "marked_success"
+    second = store.trigger_run("waits", clock.now() + timedelta(seconds=1))
+    clock.advance(timedelta(seconds=1))
+    harness.tick()
+    harness.worker.run_until_idle()
+    assert store.task_instance(second.run_id, "wait_flag").state == "up_for_reschedule"
+    store.cancel_run(second.run_id, clock.now())
+    assert store.task_instance(second.run_id, "wait_flag").state == "cancelled"
+    assert [t.state for t in store.tries(second.run_id, "wait_flag")] == ["cancelled"]
