@@ -4,7 +4,9 @@ A sensor in reschedule mode waits between pokes in state ``up_for_reschedule`` (
 plain string: no schema change for the state). Its task instance keeps, for the
 current try, when the first poke started (the sensor's timeout counts from it) and
 how many pokes found the condition unmet (the exponential backoff counts them, and a
-claim of a rescheduled instance reopens its try instead of starting a new one).
+claim of a rescheduled instance reopens its try instead of starting a new one), and
+whether its check is a built-in one the worker evaluates itself (such pokes are claimed
+beyond the worker's free task slots: they use none).
 
 Revision ID: 0015
 Revises: 0014
@@ -27,9 +29,13 @@ def upgrade() -> None:
         batch_op.add_column(
             sa.Column("poke_count", sa.Integer(), nullable=False, server_default="0")
         )
+        batch_op.add_column(
+            sa.Column("worker_check", sa.Boolean(), nullable=False, server_default=sa.false())
+        )
 
 
 def downgrade() -> None:
     with op.batch_alter_table("task_instances", schema=None) as batch_op:
+        batch_op.drop_column("worker_check")
         batch_op.drop_column("poke_count")
         batch_op.drop_column("first_poke_at")

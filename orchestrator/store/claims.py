@@ -20,14 +20,13 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, case, delete, func, insert, select, update
+from sqlalchemy import Connection, bindparam, case, delete, func, insert, select, tuple_, update
 
 from orchestrator.errors import ConfigError, NotFoundError
 from orchestrator.states import TASK_CLAIMABLE, TaskState
 from orchestrator.store import models as m
 from orchestrator.store.base import StoreBase, record_event
 from orchestrator.store.records import Claim, Record
-from orchestrator.store.sensor_store import reopen_tries
 from orchestrator.store.task_store import log_path_for, upstream_results_in
 
 ti = m.task_instances
@@ -345,3 +344,24 @@ _POOL_CANDIDATES = (
     .limit(bindparam("limit"))
 )
 _RUNS_BY_PK = select(m.dag_runs).where(m.dag_runs.c.id.in_(bindparam("pks", expanding=True)))
+
+
+# issue 15: a claim that is a sensor's next poke reopens its try
+def reopen_tries(conn: Connection, claims: list[Claim], owner: str) -> None:
+    """A rescheduled sensor claimed for its next poke: its try's row is running again
+    (same try number, same log; its start stays the first poke's)."""
+    if not claims:
+        return
+    conn.execute(
+        _REOPEN, {"pairs": sorted((c.ti_id, c.try_number) for c in claims), "worker": owner}
+    )
+
+
+_REOPEN = (
+    update(tries)
+    .where(
+        tuple_(tries.c.ti_id, tries.c.try_number).in_(bindparam("pairs", expanding=True)),
+        tries.c.state == TaskState.UP_FOR_RESCHEDULE,
+    )
+    .values(state="running", worker=bindparam("worker"), end_date=None)
+)

@@ -23,6 +23,7 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    false,
     text,
 )
 from sqlalchemy.types import TypeDecorator
@@ -203,6 +204,8 @@ task_instances = Table(
     # and how many pokes found the condition unmet (0015)
     Column("first_poke_at", UTCDateTime),
     Column("poke_count", Integer, nullable=False, default=0, server_default="0"),
+    # its pokes are built-in checks the worker evaluates (no task slot) (0015)
+    Column("worker_check", Boolean, nullable=False, default=False, server_default=false()),
     UniqueConstraint("run_pk", "task_id"),
     Index(None, "run_id", "task_id"),
     Index(None, "state", "ready_at"),

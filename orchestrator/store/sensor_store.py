@@ -5,7 +5,7 @@ a write fenced like every outcome (id, try, owner, ``running``): the instance mo
 ``up_for_reschedule`` with ``ready_at`` at its next poke (see
 :mod:`orchestrator.scheduling.sensors`), gives up its owner and lease, and so holds no
 worker slot until a worker claims it again at ``ready_at``. That claim keeps the try
-number and reopens the try's row (:func:`reopen_tries`): every poke of a try appends to
+number and reopens the try's row (``claims.reopen_tries``): every poke of a try appends to
 the same try and the same log. Pokes never spend retries; a poke that raises is an
 ordinary failed try. A sensor whose timeout (counted from the first poke of its try)
 has passed, or whose condition can no longer be met, ends with :meth:`sensor_failed`:
@@ -21,7 +21,7 @@ import logging
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, and_, bindparam, select, tuple_, update
+from sqlalchemy import Connection, and_, bindparam, select, update
 
 from orchestrator.scheduling.sensors import SensorPolicy, next_poke
 from orchestrator.states import TaskState
@@ -31,6 +31,7 @@ from orchestrator.store.records import Claim
 from orchestrator.store.task_store import _stale
 
 log = logging.getLogger(__name__)
+CHECK_BATCH = 64  # due built-in sensor pokes claimed per worker round beyond its slots
 ti = m.task_instances
 tries = m.task_tries
 
@@ -65,16 +66,19 @@ class SensorStore(StoreBase):
         queues), what is ready now, as ``finish_and_claim``. Returns the pokes' new
         states, the successes' ``Finished`` and the claims."""
         states: list[str | None] = []
-
-        def record(conn: Connection) -> None:
-            states.extend(self._poke_in(conn, c, now, wake_at) for c, now, wake_at in pokes)
-
+        checks: list[Claim] = []
         take = None
         if claim is not None:
             owner, now, lease, limit, queues = claim
             take = (owner, now, now + lease, limit, queues)
+
+        def record(conn: Connection) -> None:
+            states.extend(self._poke_in(conn, c, at, wake_at) for c, at, wake_at in pokes)
+            if take is not None:  # built-in sensors due now: no slot needed
+                checks.extend(self._claim_checks(conn, take[0], take[1], take[2], take[4]))
+
         done, claims = self._finish(successes, take, before=record)  # type: ignore[attr-defined]
-        return states, done, claims
+        return states, done, checks + claims
 
     def _poke_in(
         self, conn: Connection, claim: Claim, now: datetime, wake_at: datetime | None
@@ -102,6 +106,7 @@ class SensorStore(StoreBase):
             update(ti)
             .where(*_fence(claim))
             .values(
+                worker_check=getattr(self._task(claim), "check", None) is not None,
                 state=TaskState.UP_FOR_RESCHEDULE,
                 owner=None,
                 lease_expires_at=None,
@@ -138,13 +143,37 @@ class SensorStore(StoreBase):
             state = TaskState.SKIPPED if soft else TaskState.FAILED
             return self._end(conn, claim, row, now, state, error)
 
-    def _policy(self, claim: Claim) -> SensorPolicy | None:
+    def _task(self, claim: Claim) -> object:
         try:
-            task = self.spec(claim.dag_id, claim.version_hash).tasks.get(claim.task_id)  # type: ignore[attr-defined]
+            return self.spec(claim.dag_id, claim.version_hash).tasks.get(claim.task_id)  # type: ignore[attr-defined]
         except Exception:  # noqa: BLE001 - an unknown version: not a sensor
             return None
-        sensor = getattr(task, "sensor", None)
+
+    def _policy(self, claim: Claim) -> SensorPolicy | None:
+        sensor = getattr(self._task(claim), "sensor", None)
         return SensorPolicy.of(sensor) if sensor else None
+
+    def _claim_checks(
+        self, conn: Connection, owner: str, now: datetime, expires: datetime, queues: list[str]
+    ) -> list[Claim]:
+        """Due pokes of built-in sensors (``worker_check``), up to CHECK_BATCH, beyond the
+        worker's free slots: the worker evaluates them itself and they hold none."""
+        pick = (
+            select(ti.c.id)
+            .where(
+                ti.c.state == TaskState.UP_FOR_RESCHEDULE,
+                ti.c.worker_check.is_(True),
+                ti.c.ready_at <= now,
+                ti.c.queue.in_(queues),
+                ti.c.pool.is_(None),
+            )
+            .order_by(ti.c.ready_at, ti.c.id)
+            .limit(CHECK_BATCH)
+        )
+        rows = self._take(conn, pick, owner, now, expires)  # type: ignore[attr-defined]
+        if not rows:
+            return []
+        return self._record_claims(conn, rows, owner, now, expires)  # type: ignore[attr-defined]
 
     @staticmethod
     def _end(
@@ -182,16 +211,6 @@ class SensorStore(StoreBase):
             error[:200],
         )
         return str(state)
-
-
-def reopen_tries(conn: Connection, claims: list[Claim], owner: str) -> None:
-    """A rescheduled sensor claimed for its next poke: its try's row is running again
-    (same try number, same log; its start stays the first poke's)."""
-    if not claims:
-        return
-    conn.execute(
-        _REOPEN, {"pairs": sorted((c.ti_id, c.try_number) for c in claims), "worker": owner}
-    )
 
 
 def _fence(claim: Claim) -> list:
@@ -232,11 +251,3 @@ _ROW = select(
     ti.c.first_poke_at,
     ti.c.poke_count,
 ).where(ti.c.id == bindparam("id"))
-_REOPEN = (
-    update(tries)
-    .where(
-        tuple_(tries.c.ti_id, tries.c.try_number).in_(bindparam("pairs", expanding=True)),
-        tries.c.state == TaskState.UP_FOR_RESCHEDULE,
-    )
-    .values(state="running", worker=bindparam("worker"), end_date=None)
-)

@@ -287,3 +287,33 @@ def test_built_in_sensors_never_use_a_task_process(harness, write_dag, tmp_path)
     _poke(harness)
     assert harness.worker._idle == [] and harness.worker._busy == []  # no child spawned
     assert time.monotonic() - started < 60  # (no timing assertion: a sanity bound)
+
+
+def test_due_built_in_sensors_are_claimed_beyond_the_free_slots(harness, write_dag, tmp_path):
+    """A built-in sensor's poke holds no task slot, so a worker round takes every due
+    one (up to a batch) besides what its free slots take; a Python sensor's poke needs
+    a slot and is claimed like a task."""
+    write_dag(
+        "many.py",
+        f"""
+        from orchestrator import DAG, task
+        from orchestrator.sensors import file_sensor
+
+        with DAG("many", schedule=None) as dag:
+            for i in range(5):
+                file_sensor(f"f{{i}}", "{tmp_path}/never_{{i}}", poke_interval=30)
+            task.sensor(task_id="py", poke_interval=30)(lambda ctx: None)
+        """,
+    )
+    store, clock = harness.store, harness.clock
+    harness.parse()
+    run = store.trigger_run("many", clock.now())
+    _poke(harness)
+    assert {t.state for t in store.task_instances(run.run_id)} == {"up_for_reschedule"}
+    clock.advance(timedelta(seconds=30))
+    lease = timedelta(seconds=30)
+    states, done, claims = store.finish_round([], [], ("w", clock.now(), lease, 1, ["default"]))
+    assert states == [] and done == []
+    # the five file sensors beyond the one free slot, and the one slot for the Python one
+    assert sorted(c.task_id for c in claims) == ["f0", "f1", "f2", "f3", "f4", "py"]
+    assert all(c.try_number == 1 and c.poke_count == 1 for c in claims)
