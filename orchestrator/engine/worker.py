@@ -119,6 +119,7 @@ class Worker:
         self._last_claim = 0.0  # monotonic
         self.released = 0  # downstream tasks this worker queued itself when finishing
         self.ready = threading.Event()  # run_forever: children started, worker registered
+        self._checks = False  # built-in sensors seen lately: claim their due pokes too
 
     # -- children --------------------------------------------------------------------------
     def _spawn(self) -> _Slot:
@@ -308,6 +309,7 @@ class Worker:
         out = evaluate(self.store, claim, spec, task, now, log_file=log_file,
                        max_log_bytes=self.settings.max_log_bytes)  # fmt: skip
         ok = out.state == "success"
+        self._checks = True  # claim due built-in sensors in the rounds (store.finish_round)
         self._outbox.append((claim, ok, out.payload, 0 if ok else None, out.state, now))
 
     def _collect(self, now: datetime, wait_seconds: float, extra: Any = ()) -> int:
@@ -437,8 +439,11 @@ class Worker:
                     take = None
                     if n == len(self._outbox) and free > 0:
                         take = (self.id, self.clock.now(), self.lease, free, list(self.queues))
-                    if pokes:
+                    if pokes or (take is not None and self._checks):
+                        # also claims due built-in sensors beyond the free slots
                         states, done, claims = self.store.finish_round(pokes, batch, take)
+                        if take is not None:  # none due: back to plain rounds
+                            self._checks = any(c.poke_count for c in claims) or bool(pokes)
                         # a poke leaves nothing to the scheduler; a timed-out sensor does
                         wake_scheduler = wake_scheduler or any(
                             st != "up_for_reschedule" for st in states
