@@ -48,6 +48,7 @@ log = logging.getLogger(__name__)
 GATHER_SECONDS = 0.002
 GATHER_RECENT = 0.05
 _NOTHING = object()  # no message: the channel is closed (the task process died)
+CHECKS_SECONDS = 600.0  # rounds keep claiming built-in sensors this long after the last
 
 
 def mp_context() -> Any:
@@ -119,7 +120,7 @@ class Worker:
         self._last_claim = 0.0  # monotonic
         self.released = 0  # downstream tasks this worker queued itself when finishing
         self.ready = threading.Event()  # run_forever: children started, worker registered
-        self._checks = False  # built-in sensors seen lately: claim their due pokes too
+        self._checks = 0.0  # monotonic: until then, claim due built-in sensors every round
 
     # -- children --------------------------------------------------------------------------
     def _spawn(self) -> _Slot:
@@ -309,7 +310,8 @@ class Worker:
         out = evaluate(self.store, claim, spec, task, now, log_file=log_file,
                        max_log_bytes=self.settings.max_log_bytes)  # fmt: skip
         ok = out.state == "success"
-        self._checks = True  # claim due built-in sensors in the rounds (store.finish_round)
+        # for a while, every round claims due built-in sensors too (store.finish_round)
+        self._checks = time.monotonic() + CHECKS_SECONDS
         self._outbox.append((claim, ok, out.payload, 0 if ok else None, out.state, now))
 
     def _collect(self, now: datetime, wait_seconds: float, extra: Any = ()) -> int:
@@ -439,11 +441,9 @@ class Worker:
                     take = None
                     if n == len(self._outbox) and free > 0:
                         take = (self.id, self.clock.now(), self.lease, free, list(self.queues))
-                    if pokes or (take is not None and self._checks):
+                    if pokes or (take is not None and self._checks > time.monotonic()):
                         # also claims due built-in sensors beyond the free slots
                         states, done, claims = self.store.finish_round(pokes, batch, take)
-                        if take is not None:  # none due: back to plain rounds
-                            self._checks = any(c.poke_count for c in claims) or bool(pokes)
                         # a poke leaves nothing to the scheduler; a timed-out sensor does
                         wake_scheduler = wake_scheduler or any(
                             st != "up_for_reschedule" for st in states

@@ -107,6 +107,7 @@ def insert_runs(
                     "queue": t.queue,
                     "pool": t.pool,
                     "pool_slots": t.pool_slots,
+                    "worker_check": t.check is not None,  # a built-in sensor (issue 15)
                 }
                 for pk in order[i : i + per_batch]
                 for t in spec.tasks.values()

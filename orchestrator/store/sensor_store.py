@@ -24,7 +24,7 @@ from typing import Any
 from sqlalchemy import Connection, and_, bindparam, select, update
 
 from orchestrator.scheduling.sensors import SensorPolicy, next_poke
-from orchestrator.states import TaskState
+from orchestrator.states import TASK_CLAIMABLE, TaskState
 from orchestrator.store import models as m
 from orchestrator.store.base import StoreBase, record_event
 from orchestrator.store.records import Claim
@@ -156,12 +156,13 @@ class SensorStore(StoreBase):
     def _claim_checks(
         self, conn: Connection, owner: str, now: datetime, expires: datetime, queues: list[str]
     ) -> list[Claim]:
-        """Due pokes of built-in sensors (``worker_check``), up to CHECK_BATCH, beyond the
-        worker's free slots: the worker evaluates them itself and they hold none."""
+        """Due pokes of built-in sensors (``worker_check``, set when their run is
+        created), up to CHECK_BATCH, beyond the worker's free slots: the worker
+        evaluates them itself and they hold none."""
         pick = (
             select(ti.c.id)
             .where(
-                ti.c.state == TaskState.UP_FOR_RESCHEDULE,
+                ti.c.state.in_(sorted(TASK_CLAIMABLE)),
                 ti.c.worker_check.is_(True),
                 ti.c.ready_at <= now,
                 ti.c.queue.in_(queues),
