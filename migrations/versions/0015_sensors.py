@@ -32,10 +32,16 @@ def upgrade() -> None:
         batch_op.add_column(
             sa.Column("worker_check", sa.Boolean(), nullable=False, server_default=sa.false())
         )
+        batch_op.create_index(
+            "ix_task_instances_worker_check_state_ready_at",
+            ["worker_check", "state", "ready_at"],
+            unique=False,
+        )
 
 
 def downgrade() -> None:
     with op.batch_alter_table("task_instances", schema=None) as batch_op:
+        batch_op.drop_index("ix_task_instances_worker_check_state_ready_at")
         batch_op.drop_column("worker_check")
         batch_op.drop_column("poke_count")
         batch_op.drop_column("first_poke_at")

@@ -211,6 +211,7 @@ task_instances = Table(
     Index(None, "state", "ready_at"),
     Index(None, "owner"),
     Index(None, "run_pk", "state"),  # per-run state counts on the hot path (0006)
+    Index(None, "worker_check", "state", "ready_at"),  # due built-in sensors (0015)
 )
 
 task_tries = Table(

@@ -27,6 +27,8 @@ from orchestrator.scheduling.sensors import SensorPolicy, next_poke
 from orchestrator.states import TASK_CLAIMABLE, TaskState
 from orchestrator.store import models as m
 from orchestrator.store.base import StoreBase, record_event
+from orchestrator.store.claims import _take as take_statement
+from orchestrator.store.claims import _taking
 from orchestrator.store.records import Claim
 from orchestrator.store.task_store import _stale
 
@@ -102,24 +104,16 @@ class SensorStore(StoreBase):
             )
             state = TaskState.SKIPPED if policy.soft_fail else TaskState.FAILED
             return self._end(conn, claim, row, now, state, error)
+        params = {"b_id": claim.ti_id, "b_try": claim.try_number, "b_owner": claim.owner}
         done = conn.execute(
-            update(ti)
-            .where(*_fence(claim))
-            .values(
-                worker_check=getattr(self._task(claim), "check", None) is not None,
-                state=TaskState.UP_FOR_RESCHEDULE,
-                owner=None,
-                lease_expires_at=None,
-                ready_at=at,
-                first_poke_at=first,
-                poke_count=pokes,
-                error=None,
-            )
-        ).rowcount
+            _RESCHEDULE,
+            params | {"b_at": at, "b_first": first, "b_pokes": pokes,
+                      "b_check": getattr(self._task(claim), "check", None) is not None},
+        ).rowcount  # fmt: skip
         if not done:
             _stale(conn, row, now, try_number=claim.try_number, owner=claim.owner)
             return None
-        _close(conn, claim, TaskState.UP_FOR_RESCHEDULE, now, None)
+        conn.execute(_CLOSE_POKE, {"b_id": claim.ti_id, "b_try": claim.try_number, "b_end": now})
         log.debug(
             "poke %s of dag_id=%s run_id=%s task_id=%s try=%s unmet: next at %s",
             pokes,
@@ -159,19 +153,10 @@ class SensorStore(StoreBase):
         """Due pokes of built-in sensors (``worker_check``, set when their run is
         created), up to CHECK_BATCH, beyond the worker's free slots: the worker
         evaluates them itself and they hold none."""
-        pick = (
-            select(ti.c.id)
-            .where(
-                ti.c.state.in_(sorted(TASK_CLAIMABLE)),
-                ti.c.worker_check.is_(True),
-                ti.c.ready_at <= now,
-                ti.c.queue.in_(queues),
-                ti.c.pool.is_(None),
-            )
-            .order_by(ti.c.ready_at, ti.c.id)
-            .limit(CHECK_BATCH)
-        )
-        rows = self._take(conn, pick, owner, now, expires)  # type: ignore[attr-defined]
+        stmt = _TAKE_CHECKS_LOCKING if self.is_postgres else _TAKE_CHECKS
+        rows = conn.execute(
+            stmt, {"ready_by": now, "queues": queues} | _taking(owner, now, expires)
+        ).all()
         if not rows:
             return []
         return self._record_claims(conn, rows, owner, now, expires)  # type: ignore[attr-defined]
@@ -252,3 +237,48 @@ _ROW = select(
     ti.c.first_poke_at,
     ti.c.poke_count,
 ).where(ti.c.id == bindparam("id"))
+
+
+# built once: they run in every worker round while built-in sensors are about
+_RESCHEDULE = (
+    update(ti)
+    .where(
+        ti.c.id == bindparam("b_id"),
+        ti.c.try_number == bindparam("b_try"),
+        ti.c.owner == bindparam("b_owner"),
+        ti.c.state == TaskState.RUNNING,
+    )
+    .values(
+        state=TaskState.UP_FOR_RESCHEDULE,
+        owner=None,
+        lease_expires_at=None,
+        ready_at=bindparam("b_at"),
+        first_poke_at=bindparam("b_first"),
+        poke_count=bindparam("b_pokes"),
+        worker_check=bindparam("b_check"),
+        error=None,
+    )
+)
+_CLOSE_POKE = (
+    update(tries)
+    .where(
+        tries.c.ti_id == bindparam("b_id"),
+        tries.c.try_number == bindparam("b_try"),
+        tries.c.state == "running",
+    )
+    .values(state=TaskState.UP_FOR_RESCHEDULE, end_date=bindparam("b_end"), error=None)
+)
+_DUE_CHECKS = (
+    select(ti.c.id)
+    .where(
+        ti.c.worker_check.is_(True),
+        ti.c.state.in_(sorted(TASK_CLAIMABLE)),
+        ti.c.ready_at <= bindparam("ready_by"),
+        ti.c.queue.in_(bindparam("queues", expanding=True)),
+        ti.c.pool.is_(None),
+    )
+    .order_by(ti.c.ready_at, ti.c.id)
+    .limit(CHECK_BATCH)
+)
+_TAKE_CHECKS = take_statement(_DUE_CHECKS)
+_TAKE_CHECKS_LOCKING = take_statement(_DUE_CHECKS.with_for_update(skip_locked=True))
