@@ -430,7 +430,9 @@ class Worker:
                     # the leading successes and (issue 15) unmet pokes, in one commit
                     batch, pokes, n = [], [], 0
                     for item in self._outbox:
-                        if n >= 64 or not (item[1] or item[4] == RESCHEDULE):
+                        if not (item[1] or item[4] == RESCHEDULE):
+                            break
+                        if len(batch) >= 64 if item[1] else len(pokes) >= 128:
                             break
                         if item[1]:
                             batch.append((item[0], item[2], item[5]))
@@ -458,7 +460,8 @@ class Worker:
                         claimed = (claims, take[1])
                         self._last_claim = time.monotonic()
                         # a full batch may leave more behind; a short one: nothing else
-                        self._claim_hint = len(claims) == free
+                        # (built-in sensors' pokes come on top of the free slots)
+                        self._claim_hint = len(claims) >= free
                     wake_scheduler = wake_scheduler or any(
                         f.needs_scheduler or not f.recorded for f in done
                     )
@@ -549,7 +552,7 @@ class Worker:
                         claim=False,
                         extra=[wake_fd] if wake_fd is not None else (),
                     )
-                elif not self._claim_hint:
+                elif not self._claim_hint and not self._outbox:  # (outcomes to record: go on)
                     self.wake.wait(poll)
             except DatabaseGoneError as exc:
                 if time.monotonic() - gone_logged >= self.settings.lease_seconds:
