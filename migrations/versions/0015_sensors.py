@@ -24,24 +24,28 @@ depends_on: str | Sequence[str] | None = None
 
 
 def upgrade() -> None:
-    with op.batch_alter_table("task_instances", schema=None) as batch_op:
-        batch_op.add_column(sa.Column("first_poke_at", sa.DateTime(timezone=True), nullable=True))
-        batch_op.add_column(
-            sa.Column("poke_count", sa.Integer(), nullable=False, server_default="0")
-        )
-        batch_op.add_column(
-            sa.Column("worker_check", sa.Boolean(), nullable=False, server_default=sa.false())
-        )
-        batch_op.create_index(
-            "ix_task_instances_worker_check_state_ready_at",
-            ["worker_check", "state", "ready_at"],
-            unique=False,
-        )
+    # plain ALTER TABLE ... ADD COLUMN on both backends, never a batch "recreate":
+    # recreating task_instances on SQLite would cascade-delete its tries
+    op.add_column("task_instances", sa.Column("first_poke_at", sa.DateTime(timezone=True)))
+    op.add_column(
+        "task_instances",
+        sa.Column("poke_count", sa.Integer(), nullable=False, server_default="0"),
+    )
+    op.add_column(
+        "task_instances",
+        sa.Column("worker_check", sa.Boolean(), nullable=False, server_default=sa.false()),
+    )
+    op.create_index(
+        "ix_task_instances_worker_check_state_ready_at",
+        "task_instances",
+        ["worker_check", "state", "ready_at"],
+        unique=False,
+    )
 
 
 def downgrade() -> None:
+    op.drop_index("ix_task_instances_worker_check_state_ready_at", table_name="task_instances")
     with op.batch_alter_table("task_instances", schema=None) as batch_op:
-        batch_op.drop_index("ix_task_instances_worker_check_state_ready_at")
         batch_op.drop_column("worker_check")
         batch_op.drop_column("poke_count")
         batch_op.drop_column("first_poke_at")

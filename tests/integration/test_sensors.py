@@ -324,3 +324,39 @@ def test_cancelling_or_marking_a_waiting_sensor_closes_its_try(harness, write_da
     store.cancel_run(second.run_id, clock.now())
     assert store.task_instance(second.run_id, "wait_flag").state == "cancelled"
     assert [t.state for t in store.tries(second.run_id, "wait_flag")] == ["cancelled"]
+
+
+def test_migration_0015_keeps_task_instances_and_their_tries(sqlite_url):
+    """0015 adds columns in place: recreating task_instances on SQLite would
+    cascade-delete every try."""
+    from sqlalchemy import text
+
+    from orchestrator.store.db import make_engine, upgrade
+
+    os.remove(sqlite_url.removeprefix("sqlite:///"))
+    upgrade(sqlite_url, "0014")
+    engine = make_engine(sqlite_url)
+    ts = "2026-01-01 00:00:00.000000"
+    with engine.begin() as conn:
+        conn.execute(text(
+            "INSERT INTO dag_runs (id, run_id, dag_id, version_hash, run_type, logical_date, "
+            "data_interval_start, data_interval_end, state, conf, created_at) VALUES "
+            f"(1, 'r1', 'd', 'h', 'scheduled', '{ts}', '{ts}', '{ts}', 'success', '{{}}', '{ts}')"
+        ))  # fmt: skip
+        conn.execute(text(
+            "INSERT INTO task_instances (id, run_pk, dag_id, run_id, task_id, state, "
+            "try_number, max_tries, queue) VALUES (1, 1, 'd', 'r1', 't', 'success', 1, 1, 'q')"
+        ))  # fmt: skip
+        conn.execute(text(
+            "INSERT INTO task_tries (ti_id, dag_id, run_id, task_id, try_number, worker, "
+            f"state, start_date) VALUES (1, 'd', 'r1', 't', 1, 'w', 'success', '{ts}')"
+        ))  # fmt: skip
+    engine.dispose()
+    upgrade(sqlite_url)
+    engine = make_engine(sqlite_url)
+    with engine.connect() as conn:
+        counts = [conn.execute(text(f"SELECT count(*) FROM {t}")).scalar()
+                  for t in ("task_instances", "task_tries")]  # fmt: skip
+        row = conn.execute(text("SELECT poke_count, worker_check FROM task_instances")).one()
+    engine.dispose()
+    assert counts == [1, 1] and tuple(row) == (0, 0)
