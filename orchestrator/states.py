@@ -22,6 +22,9 @@ class TaskState(StrEnum):
     QUEUED = "queued"  # released: claimable by a worker
     RUNNING = "running"  # claimed under a lease
     UP_FOR_RETRY = "up_for_retry"  # failed a try, claimable again at ready_at
+    # a sensor whose poke found its condition unmet: claimable again at ready_at (its
+    # next poke), holding no worker slot meanwhile; the try number stays (issue 15)
+    UP_FOR_RESCHEDULE = "up_for_reschedule"
     SUCCESS = "success"
     FAILED = "failed"  # tries exhausted: dead-lettered
     UPSTREAM_FAILED = "upstream_failed"
@@ -41,7 +44,7 @@ TASK_FINISHED = frozenset(
         TaskState.CANCELLED,
     }
 )
-TASK_CLAIMABLE = frozenset({TaskState.QUEUED, TaskState.UP_FOR_RETRY})
+TASK_CLAIMABLE = frozenset({TaskState.QUEUED, TaskState.UP_FOR_RETRY, TaskState.UP_FOR_RESCHEDULE})
 TASK_UNFINISHED = frozenset(set(TaskState) - TASK_FINISHED)
 
 RUN_TRANSITIONS: dict[RunState, frozenset[RunState]] = {
@@ -64,10 +67,12 @@ TASK_TRANSITIONS: dict[TaskState, frozenset[TaskState]] = {
             TaskState.UP_FOR_RETRY,
             TaskState.CANCELLED,
             TaskState.QUEUED,  # handed back by a worker shutting down
-            TaskState.SKIPPED,  # the task raised Skip (issue 14)
+            TaskState.UP_FOR_RESCHEDULE,  # a sensor's poke: not yet
+            TaskState.SKIPPED,  # the task raised Skip (issue 14); a soft_fail sensor timed out
         }
     ),
     TaskState.UP_FOR_RETRY: frozenset({TaskState.RUNNING, TaskState.CANCELLED}),
+    TaskState.UP_FOR_RESCHEDULE: frozenset({TaskState.RUNNING, TaskState.CANCELLED}),
     # finished states may only be cleared back to scheduled
     TaskState.SUCCESS: frozenset({TaskState.SCHEDULED}),
     TaskState.FAILED: frozenset({TaskState.SCHEDULED}),

@@ -21,6 +21,7 @@ KNOWN_STATES = frozenset(
         "scheduled",
         "running",
         "up_for_retry",
+        "up_for_reschedule",  # a sensor between pokes (issue 15)
         "success",
         "failed",
         "upstream_failed",

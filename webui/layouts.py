@@ -62,8 +62,9 @@ class Layouts:
                     "laid out dag_id=%s version=%s: %d tasks", dag_id, version_hash, len(lay.nodes)
                 )
             outlets = {t.task_id: t.outlets for t in spec.tasks.values() if t.outlets}
-            # issue 15: outlets drawn distinctly; issue 14: groups as boxes
-            drawing = Drawing(lay, outlets, task_groups.groups_of(spec))
+            sensors = frozenset(t for t, spec_t in spec.tasks.items() if spec_t.sensor)
+            # issue 15: outlets and sensors drawn distinctly; issue 14: groups as boxes
+            drawing = Drawing(lay, outlets, task_groups.groups_of(spec), sensors)
             with self._lock:
                 self._items[key] = drawing
                 while len(self._items) > self.keep:

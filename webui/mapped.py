@@ -24,6 +24,7 @@ from orchestrator.store import models as m
 _PRECEDENCE = (
     "running",
     "up_for_retry",
+    "up_for_reschedule",
     "queued",
     "scheduled",
     "failed",

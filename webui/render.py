@@ -64,8 +64,10 @@ class Drawing:
         layout: Layout,
         outlets: Mapping[str, Iterable[str]] | None = None,
         groups: Mapping[str, str] | None = None,
+        sensors: frozenset[str] = frozenset(),
     ) -> None:
         self.layout = layout
+        self.sensors = sensors  # task ids drawn as sensors (class "sensor", issue 15)
         # issue 15: a task with outlets is drawn with an asset mark and named in its title
         outlets = {k: tuple(v) for k, v in (outlets or {}).items() if v}
         self._outlets = {
@@ -104,6 +106,7 @@ class Drawing:
                     if n.id in outlets
                     else ""
                 ),
+                " sensor" if n.id in sensors else "",
             )
             for n in layout.nodes
         ]
@@ -125,11 +128,14 @@ class Drawing:
         of = _states()
         counts = counts or {}
         parts = [self._head, self._edges, task_groups.svg_boxes(self._boxes, states)]
-        for task_id, eid, qid, (cx, cy), body in self._nodes:
+        for task_id, eid, qid, (cx, cy), body, kind in self._nodes:
             cls, st = of(states.get(task_id, "none"))
             mapped = counts.get(task_id)
             extra, href = "", f"{task_href}{qid}"
             extra_cls, extra_title = self._outlets.get(task_id, ("", ""))  # issue 15
+            extra_cls += kind  # " sensor" (issue 15)
+            if kind:
+                extra_title = " (sensor)" + extra_title
             data = f'data-task-id="{eid}" data-state="{st}"'
             if task_id in self.groups:  # hidden while its group is collapsed (app.js)
                 extra_cls += " hidden-in-group"

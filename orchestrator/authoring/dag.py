@@ -45,6 +45,12 @@ from orchestrator.authoring.assets import (  # Asset... re-exported: orchestrato
 from orchestrator.authoring.http_request import HttpSpecError, http_spec
 from orchestrator.authoring.mapped import ParamRef, Partial, check_partial, declare
 from orchestrator.authoring.python_env import function_source, python_env_options
+from orchestrator.authoring.sensor import (  # issue 15
+    PokeReturnValue,  # noqa: F401 - public: orchestrator.PokeReturnValue
+    SensorSpecError,
+    sensor_options,
+    split_sensor_options,
+)
 from orchestrator.authoring.task_controls import SKIP_EXIT_CODE
 from orchestrator.authoring.templating import TemplateRenderError, check_template
 from orchestrator.errors import DagDefinitionError
@@ -164,6 +170,8 @@ class Task:
         depends_on_past: bool = False,
         max_active_tis_per_dag: int | None = None,
         skip_on_exit_code: int | None = SKIP_EXIT_CODE,
+        sensor: dict[str, Any] | None = None,
+        check: dict[str, Any] | None = None,
         where: tuple[str | None, int | None] | None = None,
     ) -> None:
         where = where or _caller()
@@ -181,6 +189,12 @@ class Task:
         self.http = http  # the request of an HTTP task (authoring/http_request.py)
         self.response_check = response_check
         self.kind = "python" if fn is not None else "http" if http is not None else "shell"
+        # a sensor (issue 15): its options (authoring/sensor.py); a built-in one's
+        # declarative check, evaluated by the worker (kind "check")
+        self.check = check
+        if check is not None:
+            self.kind = "check"
+        self.sensor = _sensor_of(task_id, sensor, where) if sensor is not None else None
         retries = dag.default_retries if retries is None else retries
         if not isinstance(retries, int) or isinstance(retries, bool) or retries < 0:
             raise _fail(
@@ -332,6 +346,15 @@ class Task:
 
     def __repr__(self) -> str:
         return f"<Task {self.dag.dag_id}.{self.task_id}>"
+
+
+def _sensor_of(task_id: str, options: dict[str, Any], where: Any) -> dict[str, Any]:
+    try:
+        return sensor_options(**options)
+    except SensorSpecError as exc:
+        raise _fail(f"sensor {task_id!r}: {exc}", where) from None
+    except TypeError as exc:  # an unknown sensor option
+        raise _fail(f"sensor {task_id!r}: {exc}", where) from None
 
 
 def _as_list(value: Any) -> list[Any]:
@@ -686,3 +709,25 @@ def _external_python(
 
 task.virtualenv = _virtualenv  # type: ignore[attr-defined]
 task.external_python = _external_python  # type: ignore[attr-defined]
+
+
+def _sensor(fn: Callable[..., Any] | None = None, **options: Any) -> Any:
+    """``@task.sensor``: a task that pokes until its function returns something truthy.
+
+    Takes everything :func:`task` takes (``task_id=``, ``retries=``...) and
+    ``poke_interval`` (required), ``timeout`` (how long it may wait in all, from its
+    first poke; 7 days by default), ``mode`` (``"reschedule"``: between pokes it waits
+    in the store, holding no worker slot; ``"poke"``: it loops inside one try),
+    ``exponential_backoff``, ``max_wait`` and ``soft_fail`` (skip instead of failing
+    on timeout). The truthy value goes downstream as its result; the time limit of
+    one poke is ``execution_timeout``::
+
+        @task.sensor(poke_interval=timedelta(seconds=30), timeout=timedelta(hours=6))
+        def partner_file(ctx):
+            return os.path.exists(f"/data/partner/{ctx.ds}.csv")
+    """
+    sensor, rest = split_sensor_options(options)
+    return _make_task_decorator(None, fn, {**rest, "sensor": sensor})
+
+
+task.sensor = _sensor  # type: ignore[attr-defined]

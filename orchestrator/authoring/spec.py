@@ -79,6 +79,8 @@ def serialize_dag(dag: DAG) -> dict[str, Any]:
                 **({"python_env": t.python_env} if getattr(t, "python_env", None) else {}),
                 **({"outlets": [o.uri for o in t.outlets]} if t.outlets else {}),  # issue 15
                 **({"mapping": t.mapping} if t.mapping is not None else {}),
+                **({"sensor": t.sensor} if t.sensor is not None else {}),  # issue 15
+                **({"check": t.check} if t.check is not None else {}),
                 **serialized(t.alerts, t.callbacks),
                 **controls_of_task(t),
             }
@@ -186,6 +188,9 @@ class TaskSpec:
     http: dict[str, Any] | None = None  # the request of an HTTP task
     # tries lost to infrastructure not held against retries; None: the setting
     max_lost_tries: int | None = None
+    # a sensor's options (seconds) and a built-in sensor's declarative check (issue 15)
+    sensor: dict[str, Any] | None = None
+    check: dict[str, Any] | None = None
     # a mapped task's sources and fixed arguments (scheduling/mapping.py); None: not mapped
     mapping: dict[str, Any] | None = None
 
@@ -354,6 +359,8 @@ class DagSpec:
                 outlets=tuple(t.get("outlets") or ()),
                 **task_controls_from(t),
                 mapping=t.get("mapping"),
+                sensor=t.get("sensor"),
+                check=t.get("check"),
             )
         return cls(
             dag_id=data["dag_id"],

@@ -28,6 +28,7 @@ from typing import Any
 from orchestrator.authoring.loader import DagImportError, display_path, load_file, read_source
 from orchestrator.engine.masking import Masker, mask_outcome
 from orchestrator.engine.proctree import become_subreaper, end_descendants
+from orchestrator.engine.sensor_try import SensorWait, run_sensor
 from orchestrator.engine.task_hooks import controlled, run_hook, skipped
 from orchestrator.engine.taskenv import EnvPolicy
 from orchestrator.engine.tasklog import CappedLog
@@ -317,7 +318,14 @@ def run_try(
         hook("on_execute")
         with contextlib.redirect_stdout(logfile), contextlib.redirect_stderr(logfile):
             try:
-                if kwargs is not None:
+                if job.get("sensor"):  # issue 15: poke (engine/sensor_try.py)
+                    value = run_sensor(
+                        lambda: fn(ctx) if _takes_argument(fn) else fn(),
+                        job["sensor"],
+                        job.get("poke_count", 0),
+                        logger,
+                    )
+                elif kwargs is not None:
                     value = fn(ctx, **kwargs)
                 else:
                     value = fn(ctx) if _takes_argument(fn) else fn()
@@ -328,6 +336,8 @@ def run_try(
             if os.getpid() != me:
                 _exit_forked_copy(None)
         logfile.end_of_output()
+        if isinstance(value, SensorWait):
+            return value.outcome
         result = None
         if value is not None:
             try:

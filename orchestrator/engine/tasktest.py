@@ -198,6 +198,14 @@ def _run(
             return 1
         print(outcome["result"])
         return 0
+    if task.kind == "check":  # issue 15: a built-in sensor reads the store, never here
+        logger.error(
+            "task %s is a built-in %s sensor: the worker evaluates it against the store, so "
+            "`tasks test` (which leaves the store untouched) cannot run it",
+            task_id,
+            (task.check or {}).get("type"),
+        )
+        return 1
     if task.python_env:  # @task.virtualenv / external_python: in its own interpreter
         return _test_in_python_env(settings, dag, task, ctx, logger)
     try:

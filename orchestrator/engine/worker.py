@@ -32,6 +32,12 @@ from orchestrator.engine.mapped_job import mapped_job
 from orchestrator.engine.proctree import kill_tree
 from orchestrator.engine.runner import task_child
 from orchestrator.engine.secrets_chain import SecretsChain, answer_lookup
+from orchestrator.engine.sensor_checks import (
+    RESCHEDULE,
+    SENSOR_OUTCOMES,
+    evaluate,
+    record_sensor_outcome,
+)
 from orchestrator.engine.task_hooks import try_state_of
 from orchestrator.engine.taskenv import EnvPolicy
 from orchestrator.settings import Settings
@@ -46,6 +52,7 @@ log = logging.getLogger(__name__)
 GATHER_SECONDS = 0.002
 GATHER_RECENT = 0.05
 _NOTHING = object()  # no message: the channel is closed (the task process died)
+CHECKS_SECONDS = 600.0  # rounds keep claiming built-in sensors this long after the last
 
 
 def mp_context() -> Any:
@@ -122,6 +129,7 @@ class Worker:
         self._logs = LogShipper(store, settings.max_log_bytes)  # try logs to the store
         self._last_ship = time.monotonic()
         self._secrets = SecretsChain(store, settings)  # what tries' lookups read (issue 16)
+        self._checks = 0.0  # monotonic: until then, claim due built-in sensors every round
 
     # -- children --------------------------------------------------------------------------
     def _spawn(self) -> _Slot:
@@ -257,6 +265,9 @@ class Worker:
         except Exception as exc:  # noqa: BLE001
             self.store.finish_failure(claim, f"cannot prepare the try: {exc}", None, now)
             return
+        if task.check is not None:  # a built-in sensor: the worker checks (issue 15)
+            self._check(claim, spec, task, now)
+            return
         params = dict(spec.params)
         params.update(claim.conf)
         mapped = mapped_job(spec, task, claim)  # engine/mapped_job.py (issue 14)
@@ -293,6 +304,8 @@ class Worker:
             # issue 14: hooks run in the task process; a shell exit status that skips
             "hooks": [h for h in task.callbacks if h in ("on_execute", "on_success")],
             "skip_on_exit_code": task.skip_on_exit_code,
+            "sensor": task.sensor,
+            "poke_count": claim.poke_count,
         }
         slot = self._free_slot()
         slot.claim = claim
@@ -319,6 +332,16 @@ class Worker:
             claim.task_id,
             claim.try_number,
         )
+
+    def _check(self, claim: Claim, spec: Any, task: Any, now: datetime) -> None:
+        """Evaluate a built-in sensor's check here (engine/sensor_checks.py): no slot."""
+        log_file = os.path.join(self.settings.log_dir, claim.log_path)
+        out = evaluate(self.store, claim, spec, task, now, log_file=log_file,
+                       max_log_bytes=self.settings.max_log_bytes)  # fmt: skip
+        ok = out.state == "success"
+        # for a while, every round claims due built-in sensors too (store.finish_round)
+        self._checks = time.monotonic() + CHECKS_SECONDS
+        self._outbox.append((claim, ok, out.payload, 0 if ok else None, out.state, now))
 
     def _collect(self, now: datetime, wait_seconds: float, extra: Any = ()) -> int:
         if not self._busy:
@@ -383,6 +406,12 @@ class Worker:
                             "outlet_events"
                         ]
                     self._outbox.append((claim, True, outcome.get("result"), 0, "success", now))
+                elif outcome.get("sensor"):  # a sensor not met yet, or timed out (issue 15)
+                    if outcome["sensor"] == "reschedule":  # payload: no earlier next poke
+                        self._outbox.append((claim, False, None, None, "reschedule", now))
+                    else:
+                        error = outcome.get("error")
+                        self._outbox.append((claim, False, error, None, "sensor_failed", now))
                 else:
                     error, status = outcome["error"], outcome.get("exit_status")
                     # "failed", or a Skip / Fail the task chose (engine/task_hooks.py)
@@ -438,41 +467,62 @@ class Worker:
         while self._outbox:
             claim, ok, payload, exit_status, try_state, at = self._outbox[0]
             try:
-                if ok:
-                    batch = []
+                if ok or try_state == RESCHEDULE:
+                    # the leading successes and (issue 15) unmet pokes, in one commit
+                    batch, pokes, n = [], [], 0
                     for item in self._outbox:
-                        if not item[1] or len(batch) >= 64:
+                        if not (item[1] or item[4] == RESCHEDULE):
                             break
-                        batch.append((item[0], item[2], item[5]))
+                        if len(batch) >= 64 if item[1] else len(pokes) >= 128:
+                            break
+                        if item[1]:
+                            batch.append((item[0], item[2], item[5]))
+                        else:
+                            pokes.append((item[0], item[5], item[2]))
+                        n += 1
                     free = self._free_slots()
-                    if len(batch) == len(self._outbox) and free > 0:
-                        claimed_at = self.clock.now()
-                        done, claims = self.store.finish_and_claim(
-                            batch, self.id, claimed_at, self.lease, limit=free,
-                            queues=self.queues, log_pieces=pieces or (),
-                            extras=self._outlet_extras or None,
-                        )  # fmt: skip
-                        claimed = (claims, claimed_at)
-                        self._last_claim = time.monotonic()
-                        # a full batch may leave more behind; a short one: nothing else
-                        self._claim_hint = len(claims) == free
-                    else:
-                        done = self.store.finish_successes(
-                            batch, self._outlet_extras or None, log_pieces=pieces or ()
+                    take = None
+                    if n == len(self._outbox) and free > 0:
+                        take = (self.id, self.clock.now(), self.lease, free, list(self.queues))
+                    extras = self._outlet_extras or None  # issue 15: outlet events' extras
+                    if pokes or (take is not None and self._checks > time.monotonic()):
+                        # also claims due built-in sensors beyond the free slots
+                        states, done, claims = self.store.finish_round(
+                            pokes, batch, take, log_pieces=pieces or (), extras=extras
                         )
+                        # a poke leaves nothing to the scheduler; a timed-out sensor does
+                        wake_scheduler = wake_scheduler or any(
+                            st != "up_for_reschedule" for st in states
+                        )
+                    elif take is not None:
+                        done, claims = self.store.finish_and_claim(
+                            batch, self.id, take[1], self.lease, limit=free,
+                            queues=self.queues, log_pieces=pieces or (), extras=extras,
+                        )  # fmt: skip
+                    else:
+                        done = self.store.finish_successes(batch, extras, log_pieces=pieces or ())
                     if pieces is not None:
                         self._logs.committed()
                         pieces = None
+                    if take is not None:
+                        claimed = (claims, take[1])
+                        self._last_claim = time.monotonic()
+                        # a full batch may leave more behind; a short one: nothing else
+                        # (built-in sensors' pokes come on top of the free slots)
+                        self._claim_hint = len(claims) >= free
                     wake_scheduler = wake_scheduler or any(
                         f.needs_scheduler or not f.recorded for f in done
                     )
                     self.released += sum(f.released for f in done)
                     for c, _, _ in batch:
                         self._outlet_extras.pop((c.ti_id, c.try_number), None)
-                    del self._outbox[: len(batch)]
-                    recorded += len(batch)
+                    del self._outbox[:n]
+                    recorded += n
                     continue
-                self.store.finish_failure(claim, payload, exit_status, at, try_state=try_state)
+                if try_state in SENSOR_OUTCOMES:  # a sensor that gave up
+                    record_sensor_outcome(self.store, claim, try_state, payload, at)
+                else:
+                    self.store.finish_failure(claim, payload, exit_status, at, try_state=try_state)
             except Exception as exc:  # noqa: BLE001 - database down: retry next tick
                 log.warning(
                     "cannot record %d finished tr%s yet (%s); will retry",
@@ -560,7 +610,7 @@ class Worker:
                         claim=False,
                         extra=[wake_fd] if wake_fd is not None else (),
                     )
-                elif not self._claim_hint:
+                elif not self._claim_hint and not self._outbox:  # (outcomes to record: go on)
                     self.wake.wait(poll)
             except DatabaseGoneError as exc:
                 if time.monotonic() - gone_logged >= self.settings.lease_seconds:

@@ -53,6 +53,7 @@ NOT_DUE = "not_due"
 RUN_EXISTS = "run_exists"
 MAP_WAITING = "map_source_waiting"  # a mapped task waits for the list it maps over
 MAP_EXPANDING = "map_expanding"
+SENSOR_WAITING = "sensor_waiting"  # issue 15: a sensor between pokes
 
 
 def _iso(value: Any) -> Any:
@@ -142,6 +143,11 @@ class TaskFacts:
     # the upstream tasks whose results it maps over
     map_index: int = -1
     map_sources: tuple[str, ...] = ()
+    # issue 15: a sensor's current try: pokes that found it unmet, the first poke, and
+    # when it times out (None: not a sensor)
+    poke_count: int = 0
+    first_poke_at: datetime | None = None
+    sensor_deadline: datetime | None = None
 
 
 def live_workers(facts: TaskFacts) -> list[WorkerFact]:
@@ -201,15 +207,20 @@ def explain_task(facts: TaskFacts) -> list[Reason]:
                 {"ready_at": facts.ready_at, "try_number": facts.try_number, "error": facts.error},
             )
         )
+    if state == TaskState.UP_FOR_RESCHEDULE and facts.ready_at and facts.ready_at > facts.now:
+        reasons.append(_sensor_reason(facts))
     if state == TaskState.RUNNING:
         reasons.append(_lease_reason(facts))
-    if state in (TaskState.SCHEDULED, TaskState.QUEUED, TaskState.UP_FOR_RETRY):
+    if state in (TaskState.SCHEDULED, TaskState.QUEUED, TaskState.UP_FOR_RETRY,
+                 TaskState.UP_FOR_RESCHEDULE):  # fmt: skip
         if facts.gate is not None:  # issue 14: what the claim checks (concurrency.py)
             reasons += [Reason(*b) for b in blocked_by(facts.gate)]
         reasons += _pool_reasons(facts)
         if not any(facts.queue in w.queues for w in live_workers(facts)):
             reasons.append(_no_worker(facts))
-    if not reasons and state in (TaskState.QUEUED, TaskState.UP_FOR_RETRY):
+    if not reasons and state in (
+        TaskState.QUEUED, TaskState.UP_FOR_RETRY, TaskState.UP_FOR_RESCHEDULE
+    ):  # fmt: skip
         reasons.append(
             Reason(
                 READY,
@@ -218,6 +229,21 @@ def explain_task(facts: TaskFacts) -> list[Reason]:
             )
         )
     return reasons
+
+
+def _sensor_reason(facts: TaskFacts) -> Reason:
+    n = facts.poke_count
+    until = (
+        f"; it times out at {facts.sensor_deadline.isoformat()}" if facts.sensor_deadline else ""
+    )
+    return Reason(
+        SENSOR_WAITING,
+        f"sensor waiting for its condition: next poke at {facts.ready_at.isoformat()} "  # type: ignore[union-attr]
+        f"({n} poke{'s' if n != 1 else ''} of try {facts.try_number} found it unmet"
+        f"{until}); it holds no worker slot meanwhile",
+        {"ready_at": facts.ready_at, "poke_count": n, "first_poke_at": facts.first_poke_at,
+         "timeout_at": facts.sensor_deadline, "try_number": facts.try_number},
+    )  # fmt: skip
 
 
 def _run_reasons(facts: TaskFacts) -> list[Reason]:

@@ -14,6 +14,7 @@ from orchestrator.store.backfill_store import BackfillStore
 from orchestrator.store.claims import ClaimStore
 from orchestrator.store.cluster_store import ClusterStore
 from orchestrator.store.connection_store import ConnectionStore
+from orchestrator.store.cross_dag import CrossDagStore
 from orchestrator.store.dag_store import DagStore
 from orchestrator.store.events import EventStore
 from orchestrator.store.explain_store import ExplainStore
@@ -25,6 +26,7 @@ from orchestrator.store.release import ReleaseStore
 from orchestrator.store.retention_store import RetentionStore
 from orchestrator.store.run_store import RunStore
 from orchestrator.store.run_timeout import RunTimeoutStore
+from orchestrator.store.sensor_store import SensorStore
 from orchestrator.store.task_outcomes import TaskOutcomeStore
 from orchestrator.store.task_store import TaskStore
 from orchestrator.store.token_store import TokenStore
@@ -59,6 +61,8 @@ class Store(
     TaskOutcomeStore,  # Skip / Fail (issue 14)
     RunTimeoutStore,  # dagrun_timeout (issue 14)
     TokenStore,  # API tokens (issue 17)
+    SensorStore,  # sensors (issue 15)
+    CrossDagStore,  # external sensors, triggering a DAG (issue 15)
 ):
     """All the transitions and reads, one mixin per concept (one base per line)."""
 

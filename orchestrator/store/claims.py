@@ -20,7 +20,18 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, delete, false, func, insert, select, update
+from sqlalchemy import (
+    Connection,
+    bindparam,
+    case,
+    delete,
+    false,
+    func,
+    insert,
+    select,
+    tuple_,
+    update,
+)
 
 from orchestrator.errors import ConfigError, NotFoundError
 from orchestrator.scheduling.mapping import task_sources
@@ -208,8 +219,13 @@ class ClaimStore(StoreBase):
                     ),
                     map_index=c.map_index,
                     map_kwargs=c.map_kwargs,
+                    poke_count=c.poke_count,
                 )
             )
+        reopen_tries(conn, [c for c in out if c.poke_count], owner)  # a sensor's next poke
+        fresh = [c for c in out if not c.poke_count]
+        if not fresh:
+            return out
         conn.execute(
             insert(tries),
             [
@@ -225,7 +241,7 @@ class ClaimStore(StoreBase):
                     "log_path": c.log_path,
                     "map_index": c.map_index,
                 }
-                for c in out
+                for c in fresh
             ],
         )
         return out
@@ -319,7 +335,10 @@ def _take(pick: Any) -> Any:
         .values(
             state=TaskState.RUNNING,
             owner=bindparam("b_owner"),
-            try_number=ti.c.try_number + 1,
+            # a sensor's next poke keeps its try (and its poke count and first poke)
+            try_number=case((_REPOKE, ti.c.try_number), else_=ti.c.try_number + 1),
+            poke_count=case((_REPOKE, ti.c.poke_count), else_=0),
+            first_poke_at=case((_REPOKE, ti.c.first_poke_at), else_=None),
             lease_expires_at=bindparam("b_expires"),
             start_date=bindparam("b_now"),
             end_date=None,
@@ -332,8 +351,12 @@ def _take(pick: Any) -> Any:
             ti.c.task_id,
             ti.c.map_index,
             ti.c.map_kwargs,
+            ti.c.poke_count,
         )
     )
+
+
+_REPOKE = ti.c.state == TaskState.UP_FOR_RESCHEDULE
 
 
 def _taking(owner: str, now: datetime, expires: datetime) -> dict[str, Any]:
@@ -367,3 +390,24 @@ _POOL_CANDIDATES = (
     .limit(bindparam("limit"))
 )
 _RUNS_BY_PK = select(m.dag_runs).where(m.dag_runs.c.id.in_(bindparam("pks", expanding=True)))
+
+
+# issue 15: a claim that is a sensor's next poke reopens its try
+def reopen_tries(conn: Connection, claims: list[Claim], owner: str) -> None:
+    """A rescheduled sensor claimed for its next poke: its try's row is running again
+    (same try number, same log; its start stays the first poke's)."""
+    if not claims:
+        return
+    conn.execute(
+        _REOPEN, {"pairs": sorted((c.ti_id, c.try_number) for c in claims), "worker": owner}
+    )
+
+
+_REOPEN = (
+    update(tries)
+    .where(
+        tuple_(tries.c.ti_id, tries.c.try_number).in_(bindparam("pairs", expanding=True)),
+        tries.c.state == TaskState.UP_FOR_RESCHEDULE,
+    )
+    .values(state="running", worker=bindparam("worker"), end_date=None)
+)

@@ -12,6 +12,7 @@ from orchestrator.authoring.task_controls import is_gated
 from orchestrator.errors import NotFoundError, StateError
 from orchestrator.scheduling.explain import DagFacts, PoolFact, SlotHolder, TaskFacts, WorkerFact
 from orchestrator.scheduling.mapping import task_sources
+from orchestrator.scheduling.sensors import SensorPolicy
 from orchestrator.states import RunState, TaskState
 from orchestrator.store import models as m
 from orchestrator.store.base import StoreBase, lock_runs, record_event
@@ -81,11 +82,14 @@ class ExplainStore(StoreBase):
             try_number=inst.try_number, max_tries=inst.max_tries, ready_at=inst.ready_at,
             owner=inst.owner, lease_expires_at=inst.lease_expires_at,
             owner_heartbeat_at=owner_beat, error=inst.error, pools=pools, gate=gate,
+            **_sensor_facts(task, inst),
         )  # fmt: skip
 
     def _pool_facts(self, conn, pool: str | None, state: str) -> tuple[PoolFact, ...]:
         """The task's pool, when it waits for one: its size and who holds its slots."""
-        if pool is None or state not in (TaskState.QUEUED, TaskState.UP_FOR_RETRY):
+        if pool is None or state not in (
+            TaskState.QUEUED, TaskState.UP_FOR_RETRY, TaskState.UP_FOR_RESCHEDULE
+        ):  # fmt: skip
             return ()
         slots = conn.execute(select(m.pools.c.slots).where(m.pools.c.name == pool)).scalar()
         held = conn.execute(
@@ -203,3 +207,13 @@ class ExplainStore(StoreBase):
                          dag_id=run.dag_id, run_id=run_id, task_id=task_id,
                          actor=who)  # fmt: skip
         return cleared
+
+
+def _sensor_facts(task: object, inst: TaskInstanceRecord) -> dict:
+    """A sensor's pokes and deadline, for ``tasks why`` (issue 15)."""
+    sensor = getattr(task, "sensor", None)
+    if not sensor or inst.first_poke_at is None:
+        return {"poke_count": inst.poke_count}
+    deadline = SensorPolicy.of(sensor).deadline(inst.first_poke_at)
+    return {"poke_count": inst.poke_count, "first_poke_at": inst.first_poke_at,
+            "sensor_deadline": deadline}  # fmt: skip

@@ -18,9 +18,9 @@ True
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Connection, bindparam, select, tuple_, update
@@ -110,13 +110,18 @@ class FinishStore(StoreBase):
         claim: tuple[str, datetime, datetime, int, list[str]] | None,
         log_pieces: Sequence = (),
         extras: dict[tuple[int, int], dict[str, Any]] | None = None,
+        before: Callable[[Connection], None] | None = None,
     ) -> tuple[list[Finished], list[Claim]]:
         out, prepared = self._prepare(items)
         claims: list[Claim] = []
-        if prepared or claim or log_pieces:
+        if prepared or claim or log_pieces or before:
             with self.write() as conn:
+                if before is not None:  # e.g. a round's unmet pokes (store/sensor_store.py)
+                    before(conn)
                 if log_pieces:  # the tries' logs, in the commit of their outcomes
-                    insert_pieces(conn, log_pieces, claim[1] if claim else items[-1][2])
+                    # a round of pokes only (no success, no claim) ships at the wall clock's now
+                    at = claim[1] if claim else items[-1][2] if items else datetime.now(UTC)
+                    insert_pieces(conn, log_pieces, at)
                 # results just recorded are not read back for the tasks they released
                 known = self._record(conn, prepared, out, extras) if prepared else {}
                 if claim and claim[3] > 0:

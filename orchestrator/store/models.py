@@ -210,6 +210,12 @@ task_instances = Table(
     Column("map_index", Integer, nullable=False, default=-1, server_default="-1"),
     Column("map_kwargs", Text),
     UniqueConstraint("run_pk", "task_id", "map_index"),
+    # a sensor's current try: when its first poke started (its timeout counts from it)
+    # and how many pokes found the condition unmet (0015)
+    Column("first_poke_at", UTCDateTime),
+    Column("poke_count", Integer, nullable=False, default=0, server_default="0"),
+    # its pokes are built-in checks the worker evaluates (no task slot) (0015)
+    Column("worker_check", Boolean, nullable=False, default=False, server_default=false()),
     Index(None, "run_id", "task_id"),
     Index(None, "state", "ready_at"),
     Index(None, "owner"),
@@ -224,6 +230,7 @@ task_instances = Table(
         sqlite_where=text("gated = 1"),
         postgresql_where=text("gated"),
     ),
+    Index(None, "worker_check", "state", "ready_at"),  # due built-in sensors (0015)
 )
 
 task_tries = Table(

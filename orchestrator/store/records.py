@@ -154,6 +154,9 @@ class TaskInstanceRecord(Record):
     # 0..n-1 for the instances of a mapped task, -1 otherwise (issue 14)
     map_index: int = -1
     map_kwargs: str | None = None  # a mapped instance's arguments (JSON object)
+    # a sensor's current try (issue 15): its first poke, and pokes that found it unmet
+    first_poke_at: datetime | None = None
+    poke_count: int = 0
 
     @classmethod
     def from_row(cls, row: Any) -> TaskInstanceRecord:
@@ -175,6 +178,8 @@ class TaskInstanceRecord(Record):
             lost_tries=row.lost_tries,
             map_index=row._mapping.get("map_index", -1),
             map_kwargs=row._mapping.get("map_kwargs"),
+            first_poke_at=row.first_poke_at,
+            poke_count=row.poke_count,
         )
 
 
@@ -262,6 +267,8 @@ class Claim(Record):
     # a mapped task's instance: its map index and its mapped arguments (JSON object)
     map_index: int = -1
     map_kwargs: str | None = None
+    # a sensor's earlier pokes in this try (issue 15): > 0 means this claim reopened it
+    poke_count: int = 0
 
 
 @dataclass(frozen=True)

@@ -289,7 +289,8 @@ def cancel_run_in(
     run_tis = select(ti.c.id).where(ti.c.run_pk == run_pk).scalar_subquery()
     conn.execute(
         update(tries)
-        .where(tries.c.ti_id.in_(run_tis), tries.c.state == "running")
+        # a sensor's try between pokes is open too (issue 15)
+        .where(tries.c.ti_id.in_(run_tis), tries.c.state.in_(("running", "up_for_reschedule")))
         .values(state="cancelled", end_date=now, error=why)
     )
     conn.execute(

@@ -42,6 +42,7 @@ def insert_runs(
     now: datetime,
     backfill_id: int | None = None,
     triggered_by: str | None = None,
+    run_id: str | None = None,
 ) -> dict[datetime, int]:
     """Insert runs (state queued) and their task instances; {logical_date: run pk} of
     those created.
@@ -61,7 +62,8 @@ def insert_runs(
     dialect_insert = pg_insert if conn.dialect.name == "postgresql" else sqlite_insert
     rows = [
         {
-            "run_id": make_run_id(spec.dag_id, run_type, logical_date),
+            # ``run_id``: a one-run insert's own id (a run triggered by a task, issue 15)
+            "run_id": run_id or make_run_id(spec.dag_id, run_type, logical_date),
             "dag_id": spec.dag_id,
             "version_hash": version_hash,
             "run_type": run_type,
@@ -109,6 +111,7 @@ def insert_runs(
                     # issue 14: claim order and claim-time checks
                     "priority_weight": t.priority_weight,
                     "gated": is_gated(t, spec.max_active_tasks),
+                    "worker_check": t.check is not None,  # a built-in sensor (issue 15)
                 }
                 for pk in order[i : i + per_batch]
                 for t in spec.tasks.values()
@@ -148,6 +151,7 @@ def insert_run(
     now: datetime,
     backfill_id: int | None = None,
     triggered_by: str | None = None,
+    run_id: str | None = None,
 ) -> int | None:
     """Insert one run and its task instances; None if the run already exists
     (see :func:`insert_runs`)."""
@@ -161,5 +165,6 @@ def insert_run(
         now=now,
         backfill_id=backfill_id,
         triggered_by=triggered_by,
+        run_id=run_id,
     )
     return created.get(logical_date)

@@ -70,7 +70,10 @@ class UiActionStore(StoreBase):
                 raise StateError(f"task {task_id!r} of {run_id} changed meanwhile; try again")
             conn.execute(
                 update(m.task_tries)
-                .where(m.task_tries.c.ti_id == row.id, m.task_tries.c.state == "running")
+                .where(
+                    m.task_tries.c.ti_id == row.id,
+                    m.task_tries.c.state.in_(("running", "up_for_reschedule")),  # issue 15
+                )
                 .values(state=f"marked_{state}", end_date=now, error=f"marked {state} by a user")
             )
             if run.state in RUN_FINISHED and run.state != RunState.CANCELLED:

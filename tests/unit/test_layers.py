@@ -60,6 +60,8 @@ def _layer(module: str) -> str:
         return parts[1]
     if module == "orchestrator.alerts":  # the public alert helpers for DAG files
         return "authoring"
+    if module == "orchestrator.sensors":  # the public sensors for DAG files (issue 15)
+        return "authoring"
     return "ground"
 
 
