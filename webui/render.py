@@ -134,8 +134,7 @@ class Drawing:
             extra, href = "", f"{task_href}{qid}"
             extra_cls, extra_title = self._outlets.get(task_id, ("", ""))  # issue 15
             extra_cls += kind  # " sensor" (issue 15)
-            if kind:
-                extra_title = " (sensor)" + extra_title
+            name = f"{eid} (sensor)" if kind else eid
             data = f'data-task-id="{eid}" data-state="{st}"'
             if task_id in self.groups:  # hidden while its group is collapsed (app.js)
                 extra_cls += " hidden-in-group"
@@ -147,11 +146,11 @@ class Drawing:
                     f"[{sum(mapped.values())}]</text>"
                 )
                 head = f'<g class="node mapped {cls}{extra_cls}" {data} data-map-counts="{text}">'
-                title = f"<title>{eid}: {st} · {text}{extra_title}</title>"
+                title = f"<title>{name}: {st} · {text}{extra_title}</title>"
                 href += "/instances"
             else:
                 head = f'<g class="node {cls}{extra_cls}" {data}>'
-                title = f"<title>{eid}: {st}{extra_title}</title>"
+                title = f"<title>{name}: {st}{extra_title}</title>"
             if task_href is None:
                 parts.append(f"{head}{title}{body}{extra}</g>")
             else:
