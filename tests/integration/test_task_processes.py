@@ -280,6 +280,7 @@ def test_by_default_only_the_allow_list_reaches_a_task(store, settings, write_da
         "GIVEN",
         "ORCHESTRATOR_DAG_ID",
         "ORCHESTRATOR_IDEMPOTENCY_KEY",
+        "ORCHESTRATOR_MAP_INDEX",  # -1: not a mapped task (issue 14)
         "ORCHESTRATOR_RUN_ID",
         "ORCHESTRATOR_TASK_ID",
         "ORCHESTRATOR_TRY_NUMBER",
