@@ -69,7 +69,7 @@ FIELDS: dict[str, tuple[type, Any, str]] = {
     "task_env_allow": (
         str,
         "PATH,HOME,USER,LOGNAME,SHELL,TERM,LANG,LANGUAGE,LC_*,TZ,TMPDIR,PYTHON*,SSL_CERT_FILE,"
-        "SSL_CERT_DIR,REQUESTS_CA_BUNDLE,ORCHESTRATOR_VAR_*,ORCHESTRATOR_CONN_*",
+        "SSL_CERT_DIR,REQUESTS_CA_BUNDLE",
         "comma-separated glob patterns of the worker environment variables tasks inherit "
         "(an allow-list: nothing else reaches a task)",
     ),

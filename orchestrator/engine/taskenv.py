@@ -5,9 +5,12 @@ only the variables that ``task_env_allow`` or ``task_env_extra`` names, less tho
 ``task_env_deny`` names. Patterns are shell-style globs (``fnmatch``, case-sensitive),
 comma-separated in the settings. When a name matches both an allow and a deny
 pattern, the more specific pattern decides (the one with more characters that are not
-``*``); a tie denies. So ``ORCHESTRATOR_VAR_*`` (allowed by default) beats the default
-deny ``ORCHESTRATOR_*``, and ``APP_SECRET`` in ``task_env_extra`` beats a ``*_SECRET``
-deny.
+``*``); a tie denies. So ``ORCHESTRATOR_REGION`` in ``task_env_extra`` beats the
+default deny ``ORCHESTRATOR_*``, and ``APP_SECRET`` in ``task_env_extra`` beats a
+``*_SECRET`` deny. The variable and connection overrides (``ORCHESTRATOR_VAR_*``,
+``ORCHESTRATOR_CONN_*``) are not inherited: the worker reads them and answers a task's
+``ctx.variable`` / ``ctx.connection`` (a connection URI in a task's environment would
+be a secret no log masks).
 
 The orchestrator's own settings secrets never reach a task, whatever the settings
 say: the variables named in :data:`SETTINGS_SECRETS` (the database URL, the metrics
@@ -34,11 +37,11 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any
 
-# what a task needs to run programs and speak the user's language, and the variable
-# and connection overrides it asks for through ctx.variable / ctx.connection
+# what a task needs to run programs and speak the user's language (variables and
+# connections it asks the worker for: ctx.variable / ctx.connection)
 DEFAULT_ALLOW = (
     "PATH,HOME,USER,LOGNAME,SHELL,TERM,LANG,LANGUAGE,LC_*,TZ,TMPDIR,PYTHON*,"
-    "SSL_CERT_FILE,SSL_CERT_DIR,REQUESTS_CA_BUNDLE,ORCHESTRATOR_VAR_*,ORCHESTRATOR_CONN_*"
+    "SSL_CERT_FILE,SSL_CERT_DIR,REQUESTS_CA_BUNDLE"
 )
 DEFAULT_DENY = "ORCHESTRATOR_*"
 # never inherited, whatever task_env_allow says

@@ -30,8 +30,6 @@ def test_the_default_allow_list():
     assert sorted(EnvPolicy().filter(WORKER_ENV)) == [
         "HOME",
         "LC_ALL",
-        "ORCHESTRATOR_CONN_WAREHOUSE",
-        "ORCHESTRATOR_VAR_REGION",
         "PATH",
         "PYTHONPATH",
     ]
