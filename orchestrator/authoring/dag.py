@@ -53,6 +53,7 @@ from orchestrator.authoring.sensor import (  # issue 15
 )
 from orchestrator.authoring.task_controls import SKIP_EXIT_CODE
 from orchestrator.authoring.templating import TemplateRenderError, check_template
+from orchestrator.authoring.wiring import Wiring
 from orchestrator.errors import DagDefinitionError
 from orchestrator.scheduling.asset_conditions import AssetAll, AssetAny  # noqa: F401
 from orchestrator.scheduling.retry import RetryPolicy
@@ -129,7 +130,7 @@ def _lost_bound(what: str, value: Any, where: tuple[str | None, int | None]) -> 
     return value
 
 
-class Task:
+class Task(Wiring):
     """One node of a DAG: a Python callable or a templated shell command.
 
     Create tasks with :func:`task` or :meth:`DAG.shell`, then wire them with
@@ -321,22 +322,6 @@ class Task:
                 self.upstream_ids.add(other.task_id)
             else:
                 self.dag._pending.append((other, self.task_id, where))
-
-    def __rshift__(self, other: Any) -> Any:
-        self.set_downstream(other)
-        return other
-
-    def __lshift__(self, other: Any) -> Any:
-        self.set_upstream(other)
-        return other
-
-    def __rrshift__(self, other: Any) -> Task:  # [a, b] >> self
-        self.set_upstream(other)
-        return self
-
-    def __rlshift__(self, other: Any) -> Task:  # [a, b] << self
-        self.set_downstream(other)
-        return self
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Calling a python task calls its function (handy in unit tests)."""

@@ -33,11 +33,12 @@ from typing import Any
 
 from orchestrator.authoring import dag as dag_module
 from orchestrator.authoring.dag import DAG, Task
+from orchestrator.authoring.wiring import Wiring
 
 _open = dag_module._groups  # the groups being built, innermost last (Task reads it)
 
 
-class TaskGroup:
+class TaskGroup(Wiring):
     """A group of tasks; ``with TaskGroup("name") as g:`` (see the module docstring)."""
 
     def __init__(self, group_id: str, *, dag: DAG | None = None, tooltip: str = "") -> None:
@@ -127,22 +128,6 @@ class TaskGroup:
     def set_upstream(self, others: Any) -> None:
         for root in self._edges(self.roots(), "run after others"):
             root.set_upstream(others)
-
-    def __rshift__(self, other: Any) -> Any:
-        self.set_downstream(other)
-        return other
-
-    def __lshift__(self, other: Any) -> Any:
-        self.set_upstream(other)
-        return other
-
-    def __rrshift__(self, other: Any) -> TaskGroup:  # [a, b] >> group
-        self.set_upstream(other)
-        return self
-
-    def __rlshift__(self, other: Any) -> TaskGroup:  # [a, b] << group
-        self.set_downstream(other)
-        return self
 
     def __repr__(self) -> str:
         return f"<TaskGroup {self.dag.dag_id}.{self.path}>"

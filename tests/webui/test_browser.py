@@ -7,14 +7,13 @@ in which case it fails. The screenshot lands in the test's tmp folder.
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
-from webui.server import serve
+from tests.webui.live import live_server
 
 START = datetime(2026, 1, 1, tzinfo=UTC)  # the start of the fixtures' clock
 CHROMIUM = "/usr/bin/chromium"
@@ -41,25 +40,8 @@ def chromium_path() -> str:
 
 @pytest.fixture
 def live_url(app) -> Iterator[str]:
-    stop = threading.Event()
-    ready = threading.Event()
-    urls: list[str] = []
-
-    def on_ready(url: str) -> None:
-        urls.append(url)
-        ready.set()
-
-    thread = threading.Thread(
-        target=serve, args=(app, "127.0.0.1", 0, stop), kwargs={"on_ready": on_ready}
-    )
-    thread.start()
-    try:
-        assert ready.wait(10), "the web UI did not start listening"
-        yield urls[0]
-    finally:
-        stop.set()
-        thread.join(10)
-    assert not thread.is_alive()
+    with live_server(app) as url:
+        yield url
 
 
 @pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
