@@ -30,7 +30,7 @@ def venv_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def venv_harness(store, settings, clock, venv_cache):
-    h = Harness(store, settings.with_(venv_cache_dir=str(venv_cache)), clock)
+    h = Harness(store, settings.with_(venv_cache_dir=str(venv_cache), venv_installer="pip"), clock)
     yield h
     h.close()
 
@@ -436,7 +436,11 @@ def test_system_site_packages_and_a_python_the_worker_does_not_have(venv_harness
 
 @pytest.fixture
 def own_cache_harness(store, settings, clock, tmp_path):
-    h = Harness(store, settings.with_(venv_cache_dir=str(tmp_path / "own-venvs")), clock)
+    h = Harness(
+        store,
+        settings.with_(venv_cache_dir=str(tmp_path / "own-venvs"), venv_installer="pip"),
+        clock,
+    )
     yield h
     h.close()
 
