@@ -232,11 +232,14 @@ class FinishStore(StoreBase):
         held: set[tuple[int, int]] = set()
         for (result, now), claims in groups.items():
             keys = sorted((c.ti_id, c.try_number, c.owner) for c in claims)
-            written = conn.execute(_SUCCESS, {"keys": keys, "end": now, "b_result": result}).all()
+            written = conn.execute(
+                _SUCCESS,
+                {"ids": [k[0] for k in keys], "keys": keys, "end": now, "b_result": result},
+            ).all()
             if not written:
                 continue
             pairs = sorted((row.id, row.try_number) for row in written)
-            conn.execute(_CLOSE_TRIES, {"pairs": pairs, "end": now})
+            conn.execute(_CLOSE_TRIES, {"ids": [p[0] for p in pairs], "pairs": pairs, "end": now})
             held.update(pairs)
         return held
 
@@ -328,9 +331,12 @@ _READ_RUNS = (
     .order_by(m.dag_runs.c.id)
 )  # fmt: skip
 _LOCK_RUNS = _READ_RUNS.with_for_update(of=m.dag_runs)
+# the id lists let SQLite find the rows by key: it reads a row-value IN (VALUES ...) by
+# walking the table (task_tries) or an index of every running instance
 _SUCCESS = (
     update(ti)
     .where(
+        ti.c.id.in_(bindparam("ids", expanding=True)),
         tuple_(ti.c.id, ti.c.try_number, ti.c.owner).in_(bindparam("keys", expanding=True)),
         ti.c.state == TaskState.RUNNING,
     )
@@ -342,6 +348,7 @@ _SUCCESS = (
 _CLOSE_TRIES = (
     update(tries)
     .where(
+        tries.c.ti_id.in_(bindparam("ids", expanding=True)),
         tuple_(tries.c.ti_id, tries.c.try_number).in_(bindparam("pairs", expanding=True)),
         tries.c.state == "running",
     )

@@ -220,7 +220,6 @@ task_instances = Table(
     Index(None, "state", "ready_at"),
     Index(None, "owner"),
     Index(None, "run_pk", "state"),  # per-run state counts on the hot path (0006)
-    Index(None, "state", "priority_weight", "ready_at"),  # the claim order (0013)
     Index(None, "dag_id", "state", "task_id"),  # running counts per DAG and task (0013)
     # the gated claim's candidates without walking the other claimable instances (0013)
     Index(
@@ -231,6 +230,23 @@ task_instances = Table(
         postgresql_where=text("gated"),
     ),
     Index(None, "worker_check", "state", "ready_at"),  # due built-in sensors (0015)
+    # pools with waiting tasks, and their candidates, without the unpooled rows (0020)
+    Index(
+        "ix_task_instances_pooled_ready",
+        "pool",
+        "state",
+        "ready_at",
+        sqlite_where=text("pool IS NOT NULL"),
+        postgresql_where=text("pool IS NOT NULL"),
+    ),
+)
+
+# the claim order, read state by state (store/claims.py) (0013; in its directions since 0020)
+Index(
+    "ix_task_instances_claim_order",
+    task_instances.c.state,
+    task_instances.c.priority_weight.desc(),
+    task_instances.c.ready_at,
 )
 
 task_tries = Table(

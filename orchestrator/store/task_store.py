@@ -111,6 +111,7 @@ class TaskStore(StoreBase):
             rows = conn.execute(
                 update(ti)
                 .where(
+                    ti.c.id.in_(sorted(i for i, _ in held)),  # by key on SQLite (finish.py)
                     tuple_(ti.c.id, ti.c.try_number).in_(sorted(held)),
                     ti.c.owner == owner,
                     ti.c.state == TaskState.RUNNING,
