@@ -7,8 +7,11 @@ from __future__ import annotations
 import threading
 from datetime import timedelta
 
+from sqlalchemy import update
+
 from orchestrator.scheduling.explain import explain_task
 from orchestrator.store import Store
+from orchestrator.store import models as m
 
 LEASE = timedelta(seconds=60)
 STALE = timedelta(seconds=30)
@@ -296,3 +299,30 @@ def test_tasks_why_names_the_limit_on_the_command_line(
     assert body["state"] == "queued"  # queued, and the claim leaves it
     [reason] = [r for r in body["reasons"] if r["code"] == "depends_on_past"]
     assert reason["facts"] == {"past_run_id": first.run_id, "past_state": "queued"}
+
+
+def test_the_claim_order_holds_across_queued_retries_and_reschedules(
+    harness, write_dag, store, clock
+):
+    # the claim reads each claimable state on its own (SQLite): the best of all of them
+    # must still come first, whichever state holds it
+    _parse(harness, write_dag, PRIORITIES)
+    (run,) = _runs(harness, "prio", 1)
+    ti = m.task_instances
+    now = clock.now()
+    with store.write() as conn:
+        for task_id, state, ready in [
+            ("low", "queued", now - timedelta(seconds=5)),
+            ("mid", "up_for_retry", now - timedelta(seconds=1)),
+            ("high", "up_for_reschedule", now - timedelta(seconds=2)),
+            ("neg", "up_for_retry", now + timedelta(minutes=5)),  # not due yet
+        ]:
+            conn.execute(
+                update(ti)
+                .where(ti.c.run_id == run.run_id, ti.c.task_id == task_id)
+                .values(state=state, ready_at=ready)
+            )
+    first = store.claim("w", now, LEASE, limit=2)
+    assert sorted(c.task_id for c in first) == ["high", "mid"]
+    assert [c.task_id for c in store.claim("w", now, LEASE, limit=5)] == ["low"]
+    assert store.claim("w", now + timedelta(minutes=6), LEASE, limit=5)[0].task_id == "neg"
