@@ -17,6 +17,8 @@ from typing import Any
 from orchestrator.errors import ConfigError
 
 # name -> (type, default, help). Defaults that depend on the state folder are None here.
+# numbers that may be 0 (every other one must be > 0)
+ZERO_ALLOWED = frozenset({"worker_prefetch"})
 FIELDS: dict[str, tuple[type, Any, str]] = {
     "state_dir": (str, ".orchestrator", "folder for the SQLite file, task logs and the web secret"),
     "database_url": (str, None, "SQLAlchemy URL; default sqlite:///<state_dir>/orchestrator.db"),
@@ -24,6 +26,12 @@ FIELDS: dict[str, tuple[type, Any, str]] = {
     "lease_seconds": (float, 30.0, "how long a claimed task's lease lasts without a heartbeat"),
     "heartbeat_seconds": (float, 10.0, "how often workers extend their leases"),
     "worker_concurrency": (int, 4, "task processes per worker"),
+    "worker_prefetch": (
+        int,
+        4,
+        "task instances a worker claims beyond its free processes while its tries are "
+        "short (under 0.25 s), so a process that finishes starts the next at once; 0: never",
+    ),
     "scheduler_interval": (float, 1.0, "the longest the scheduler sleeps between ticks"),
     "worker_poll_seconds": (float, 1.0, "the longest an idle worker waits before polling"),
     "drain_seconds": (
@@ -220,6 +228,7 @@ class Settings:
     lease_seconds: float
     heartbeat_seconds: float
     worker_concurrency: int
+    worker_prefetch: int
     scheduler_interval: float
     worker_poll_seconds: float
     drain_seconds: float
@@ -308,8 +317,9 @@ class Settings:
                 value = kind(raw)
             except (TypeError, ValueError):
                 raise ConfigError(f"{source}: expected {kind.__name__}, got {raw!r}") from None
-            if kind in (int, float) and value <= 0:
-                raise ConfigError(f"{source}: must be > 0, got {raw!r}")
+            if kind in (int, float) and (value < 0 if name in ZERO_ALLOWED else value <= 0):
+                bound = ">= 0" if name in ZERO_ALLOWED else "> 0"
+                raise ConfigError(f"{source}: must be {bound}, got {raw!r}")
             values[name] = value
         values["state_dir"] = os.path.abspath(os.path.join(cwd, values["state_dir"]))
         values["dags_folder"] = os.path.abspath(os.path.join(cwd, values["dags_folder"]))

@@ -53,6 +53,10 @@ GATHER_SECONDS = 0.002
 GATHER_RECENT = 0.05
 _NOTHING = object()  # no message: the channel is closed (the task process died)
 CHECKS_SECONDS = 600.0  # rounds keep claiming built-in sensors this long after the last
+# worker_prefetch: claim ahead only while tries are this short, and give a claim back
+# (store.unclaim) that has not started this long after it was claimed
+PREFETCH_SHORT_SECONDS = 0.25
+BACKLOG_SECONDS = 1.0
 
 
 def mp_context() -> Any:
@@ -130,6 +134,10 @@ class Worker:
         self._last_ship = time.monotonic()
         self._secrets = SecretsChain(store, settings)  # what tries' lookups read (issue 16)
         self._checks = 0.0  # monotonic: until then, claim due built-in sensors every round
+        # claimed ahead of a free task process (worker_prefetch): (claim, monotonic claimed)
+        self.prefetch = settings.worker_prefetch
+        self._backlog: list[tuple[Claim, float]] = []
+        self._short = False  # the last try collected was short: claim ahead
 
     # -- children --------------------------------------------------------------------------
     def _spawn(self) -> _Slot:
@@ -190,6 +198,8 @@ class Worker:
             except Exception as exc:  # noqa: BLE001 - the database may be down: fence below
                 log.warning("heartbeat failed (%s); will retry", str(exc).splitlines()[0])
         self._self_fence()
+        if self._backlog:
+            self._give_back()
         if time.monotonic() - self._last_ship >= self.settings.log_ship_seconds:
             self._ship_logs()
         free = self._free_slots()
@@ -209,6 +219,7 @@ class Worker:
 
     def heartbeat(self, now: datetime) -> None:
         held = {(s.claim.ti_id, s.claim.try_number) for s in self._busy if s.claim}
+        held |= {(c.ti_id, c.try_number) for c, _ in self._backlog}
         self._last_heartbeat = time.monotonic()
         started = time.monotonic()
         kept = self.store.heartbeat(self.id, held, now, self.lease)
@@ -217,6 +228,8 @@ class Worker:
         for slot in self._busy:
             if slot.claim and (slot.claim.ti_id, slot.claim.try_number) in kept:
                 slot.confirmed = started
+        # a prefetched claim whose lease was lost is not started
+        self._backlog = [(c, t) for c, t in self._backlog if (c.ti_id, c.try_number) in kept]
         for slot in list(self._busy):
             if slot.claim and (slot.claim.ti_id, slot.claim.try_number) not in kept:
                 log.error(
@@ -267,6 +280,9 @@ class Worker:
             return
         if task.check is not None:  # a built-in sensor: the worker checks (issue 15)
             self._check(claim, spec, task, now)
+            return
+        if len(self._busy) >= self.concurrency:  # claimed ahead (worker_prefetch)
+            self._backlog.append((claim, time.monotonic()))
             return
         params = dict(spec.params)
         params.update(claim.conf)
@@ -398,6 +414,8 @@ class Worker:
                     (claim, False, f"the task process died: {reason}", code, "crashed", now)
                 )
             else:
+                # tries this short: claim ahead of the free processes (worker_prefetch)
+                self._short = time.monotonic() - slot.started < PREFETCH_SHORT_SECONDS
                 slot.claim, slot.deadline = None, None
                 self._idle.append(slot)
                 if outcome["ok"]:
@@ -417,8 +435,36 @@ class Worker:
                     # "failed", or a Skip / Fail the task chose (engine/task_hooks.py)
                     self._outbox.append((claim, False, error, status, try_state_of(outcome), now))
             done += 1
+        self._start_backlog()  # the freed processes go on while this round is recorded
         self._flush()
         return done
+
+    def _start_backlog(self) -> None:
+        """Hand claims made ahead (``worker_prefetch``) to the free task processes."""
+        while self._backlog and len(self._busy) < self.concurrency and not self.draining:
+            claim, _ = self._backlog.pop(0)
+            self._dispatch(claim, self.clock.now())
+
+    def _give_back(self, every: bool = False) -> None:
+        """Give back (``store.unclaim``) the claims made ahead that have waited over
+        ``BACKLOG_SECONDS`` for a process (the tries turned out long), or ``every`` one
+        (draining). If the database cannot take it, they are dropped once their lease
+        can no longer be trusted: the lease expires and the scheduler requeues them."""
+        mono = time.monotonic()
+        old = [(c, t) for c, t in self._backlog if every or mono - t > BACKLOG_SECONDS]
+        if not old:
+            return
+        try:
+            self.store.unclaim([c for c, _ in old], self.clock.now())
+        except Exception as exc:  # noqa: BLE001 - the database may be down: retry later
+            log.warning("cannot give back %d claim(s) yet (%s)", len(old), str(exc)[:200])
+            limit = self.settings.lease_seconds * 0.8
+            old = [(c, t) for c, t in old if mono - t > limit]
+        gone = {id(c) for c, _ in old}
+        self._backlog = [(c, t) for c, t in self._backlog if id(c) not in gone]
+        if old:
+            self._claim_hint = True  # claimable again: by this worker too, once it is free
+            self._short = False  # the tries turned out long: claim no more ahead for now
 
     def _gather(self, ready: list[Any]) -> list[Any]:
         """Once one child has finished, give the others started with it a moment
@@ -553,7 +599,12 @@ class Worker:
         self._logs.ship(self.clock.now(), self._live())
 
     def _free_slots(self) -> int:
-        return 0 if self.draining else self.concurrency - len(self._busy)
+        """How many task instances a claim may take now: the free task processes and,
+        while tries are short, ``worker_prefetch`` more (less what is claimed ahead)."""
+        if self.draining:
+            return 0
+        ahead = self.prefetch if self._short else 0
+        return self.concurrency + ahead - len(self._busy) - len(self._backlog)
 
     def _enforce_timeouts(self, now: datetime) -> None:
         mono = time.monotonic()
@@ -572,7 +623,7 @@ class Worker:
         end = time.monotonic() + timeout
         while time.monotonic() < end:
             activity = self.tick(self.clock.now(), wait_seconds=0.05)
-            if not activity and not self._busy and not self._outbox:
+            if not activity and not self._busy and not self._outbox and not self._backlog:
                 return
         raise TimeoutError(f"worker still busy after {timeout}s")
 
@@ -634,6 +685,7 @@ class Worker:
         """
         self.draining = True
         timeout = self.settings.drain_seconds if timeout is None else timeout
+        self._give_back(every=True)  # not started: queued again at once, nothing spent
         if self._busy:
             log.info(
                 "draining: waiting up to %.0fs for %d running task(s)", timeout, len(self._busy)
@@ -666,6 +718,8 @@ class Worker:
             slot.kill()
         self._idle.clear()
         self._busy.clear()
+        if self._backlog:  # claimed ahead, never started: claimable again at once
+            self._give_back(every=True)
         if self._registered:
             try:
                 self.store.worker_stopped(self.id, self.clock.now())
