@@ -38,7 +38,8 @@ TARGET_MB = 250.0
 
 
 def dag_source(n: int) -> str:
-    start = (datetime.now(UTC) + timedelta(days=1)).strftime("%Y, %m, %d")
+    day = datetime.now(UTC) + timedelta(days=1)
+    start = f"{day.year}, {day.month}, {day.day}"  # no leading zero: 02 is a SyntaxError
     return textwrap.dedent(
         f"""
         from datetime import UTC, datetime

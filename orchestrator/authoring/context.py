@@ -81,6 +81,27 @@ class TaskContext:
     outlets: tuple[str, ...] = ()
     triggering_asset_events: tuple[AssetEvent, ...] = ()
     _outlet_extras: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)
+    # the DAG's timezone: ds, ds_nodash and ts are in it, as in shell templates
+    timezone: str = "UTC"
+
+    @property
+    def ds(self) -> str:
+        """The logical date as ``YYYY-MM-DD`` in the DAG's timezone (Airflow's ``ds``)."""
+        return self._local().strftime("%Y-%m-%d")
+
+    @property
+    def ds_nodash(self) -> str:
+        return self._local().strftime("%Y%m%d")
+
+    @property
+    def ts(self) -> str:
+        """The logical date in ISO 8601, in the DAG's timezone."""
+        return self._local().isoformat()
+
+    def _local(self) -> datetime:
+        from zoneinfo import ZoneInfo
+
+        return self.logical_date.astimezone(ZoneInfo(self.timezone))
 
     def outlet_event(self, asset: Any, extra: dict[str, Any] | None = None) -> None:
         """Add ``extra`` (a JSON object) to the event this try records for ``asset``,

@@ -252,6 +252,7 @@ def run_try(
         triggering_asset_events=asset_events_of(job.get("triggering_asset_events")),
         map_index=job.get("map_index", -1),
         mapped_over=tuple(job.get("mapped_over") or ()),
+        timezone=job.get("timezone") or "UTC",
     )
     # issue 14: the task's on_execute / on_success hooks (engine/task_hooks.py)
     hook = functools.partial(run_hook, job, ctx, lambda: _dags_of(job["fileloc"], cache), logger)

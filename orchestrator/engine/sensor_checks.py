@@ -106,6 +106,7 @@ def _context(claim: Claim, spec: DagSpec) -> TaskContext:
         log=None,  # type: ignore[arg-type]
         upstream_ids=(),
         _results={},
+        timezone=spec.timezone,
     )
 
 

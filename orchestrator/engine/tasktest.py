@@ -143,6 +143,7 @@ def run_task_test(
         credentials=credentials,
         outlets=tuple(o.uri for o in task.outlets),  # issue 15: ctx.outlet_event works
         map_index=index,
+        timezone=dag.timezone,
     )
     if kwargs is not None:
         logger.info("map_index %s with %s", index, json.dumps(kwargs, default=str))

@@ -200,6 +200,7 @@ class Worker:
         self._self_fence()
         if self._backlog:
             self._give_back()
+            self._start_backlog()  # a process freed by a timeout or a lost lease
         if time.monotonic() - self._last_ship >= self.settings.log_ship_seconds:
             self._ship_logs()
         free = self._free_slots()
@@ -604,7 +605,7 @@ class Worker:
         if self.draining:
             return 0
         ahead = self.prefetch if self._short else 0
-        return self.concurrency + ahead - len(self._busy) - len(self._backlog)
+        return max(0, self.concurrency + ahead - len(self._busy) - len(self._backlog))
 
     def _enforce_timeouts(self, now: datetime) -> None:
         mono = time.monotonic()

@@ -178,3 +178,26 @@ def test_crashed_task_process_is_retried_by_a_fresh_child(
     assert first != second  # the replacement child ran the retry
     with pytest.raises(ProcessLookupError):
         os.kill(first, 0)
+
+
+def test_a_python_task_reads_ds_in_its_dags_timezone(harness, write_dag):
+    write_dag(
+        "dates.py",
+        """
+        from orchestrator import DAG, task
+
+        with DAG("dates", schedule=None, timezone="Asia/Tokyo") as dag:
+            @task
+            def stamp(ctx):
+                return [ctx.ds, ctx.ds_nodash, ctx.ts]
+        """,
+    )
+    assert harness.parse().errors == 0
+    when = harness.clock.now().replace(hour=23, minute=30, second=0, microsecond=0)
+    run = harness.store.trigger_run("dates", harness.clock.now(), logical_date=when)
+    harness.tick()
+    harness.worker.run_until_idle()
+    local = when.astimezone(__import__("zoneinfo").ZoneInfo("Asia/Tokyo"))
+    assert harness.store.results(run.run_id, ["stamp"]) == {
+        "stamp": f'["{local:%Y-%m-%d}", "{local:%Y%m%d}", "{local.isoformat()}"]'
+    }
