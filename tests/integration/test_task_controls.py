@@ -326,3 +326,26 @@ def test_the_claim_order_holds_across_queued_retries_and_reschedules(
     assert sorted(c.task_id for c in first) == ["high", "mid"]
     assert [c.task_id for c in store.claim("w", now, LEASE, limit=5)] == ["low"]
     assert store.claim("w", now + timedelta(minutes=6), LEASE, limit=5)[0].task_id == "neg"
+
+
+WAITING = """
+from datetime import timedelta
+
+with DAG("waiting", schedule=None, dagrun_timeout=60) as dag:
+    task.sensor(task_id="wait", poke_interval=timedelta(seconds=30))(lambda ctx: False)
+"""
+
+
+def test_a_timed_out_run_closes_the_try_of_a_sensor_between_pokes(harness, write_dag, store, clock):
+    _parse(harness, write_dag, WAITING)
+    [run] = _runs(harness, "waiting", 1)
+    harness.worker.run_until_idle()  # the first poke: unmet, the try waits in the store
+    assert store.task_instance(run.run_id, "wait").state == "up_for_reschedule"
+    assert [t.state for t in store.tries(run.run_id, "wait")] == ["up_for_reschedule"]
+    clock.advance(timedelta(seconds=61))
+    harness.tick()
+    assert store.get_run(run.run_id).state == "failed"
+    assert store.task_instance(run.run_id, "wait").state == "cancelled"
+    [try_] = store.tries(run.run_id, "wait")
+    assert try_.state == "cancelled" and "dagrun_timeout" in (try_.error or "")
+    assert try_.end_date == clock.now()
