@@ -10,9 +10,11 @@ Nothing lives in module globals: the store sits in ``app.extensions`` (see
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
-from flask import Flask, jsonify, render_template, request
+from flask import Flask, jsonify, make_response, render_template, request
+from sqlalchemy.exc import OperationalError
 from werkzeug.exceptions import HTTPException
 from werkzeug.wrappers import Response
 
@@ -20,6 +22,7 @@ from orchestrator.clock import Clock, SystemClock
 from orchestrator.errors import ConfigError, NotFoundError, StateError
 from orchestrator.settings import Settings
 from orchestrator.store import Store
+from orchestrator.store.db import bounded_wait_ended
 from orchestrator.store.identity import DatabaseGoneError
 
 from . import formatting, render
@@ -36,6 +39,8 @@ from .security import (
     current_user,
     is_loopback,
 )
+
+log = logging.getLogger(__name__)
 
 SECURITY_HEADERS = {
     "Content-Security-Policy": (
@@ -137,6 +142,7 @@ def create_app(
     app.register_error_handler(StateError, _conflict)
     app.register_error_handler(ConfigError, _bad_request)
     app.register_error_handler(DatabaseGoneError, _database_gone)
+    app.register_error_handler(OperationalError, _database_unavailable)
     return app
 
 
@@ -183,6 +189,24 @@ def _conflict(exc: StateError) -> Any:
 
 def _bad_request(exc: ConfigError) -> Any:
     return _error(400, "Bad Request", str(exc))
+
+
+def _database_unavailable(exc: OperationalError) -> Any:
+    """A lock wait that ran out (another session holds the row: PostgreSQL's
+    ``lock_timeout``, SQLite's busy timeout) or a database that cannot be reached:
+    503 with ``Retry-After``, not a 500. The transaction was rolled back."""
+    first = str(exc.orig if exc.orig is not None else exc).splitlines()[0][:300]
+    if bounded_wait_ended(exc) or "database is locked" in first:
+        message = (
+            "the database is busy: a lock another session holds was not released in "
+            "time. Nothing was changed; try again."
+        )
+    else:
+        message = "the database cannot be reached; nothing was changed (see the server log)"
+    log.warning("%s %s: database unavailable: %s", request.method, request.path, first)
+    response = make_response(_error(503, "Service Unavailable", message))
+    response.headers["Retry-After"] = "1"
+    return response
 
 
 def _database_gone(exc: DatabaseGoneError) -> Any:
