@@ -26,6 +26,7 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from orchestrator.authoring.loader import DagImportError, display_path, load_file, read_source
+from orchestrator.engine.fd_capture import FdCapture
 from orchestrator.engine.masking import Masker, mask_outcome
 from orchestrator.engine.proctree import become_subreaper, end_descendants
 from orchestrator.engine.sensor_try import SensorWait, run_sensor
@@ -170,6 +171,7 @@ def task_child(conn: Connection, env_policy: EnvPolicy | None = None) -> None:
     os.register_at_fork(after_in_child=conn.close)
     me = os.getpid()
     cache: dict[str, tuple[int, dict[str, Any]]] = {}
+    capture = FdCapture()  # what the tries' processes write to fds 1 and 2: their logs
     while True:
         try:
             job = conn.recv()
@@ -179,7 +181,7 @@ def task_child(conn: Connection, env_policy: EnvPolicy | None = None) -> None:
             return
         masker = Masker()  # this try's secrets, masked in its log, error and result
         try:
-            outcome = run_try(job, cache, masker, _asker(conn, job.get("tag"), me))
+            outcome = run_try(job, cache, masker, _asker(conn, job.get("tag"), me), capture)
         except Exception as exc:  # noqa: BLE001 - e.g. the log file cannot be opened
             outcome = {
                 "ok": False,
@@ -214,6 +216,7 @@ def run_try(
     cache: dict[str, tuple[int, dict[str, Any]]],
     masker: Masker | None = None,
     ask: Any = None,
+    capture: FdCapture | None = None,
 ) -> dict[str, Any]:
     """Run one try described by ``job``; never raises. ``ask`` looks variables and
     connections up (the worker, over the channel); ``masker`` learns their secrets."""
@@ -224,6 +227,8 @@ def run_try(
     me = os.getpid()
     masker = masker if masker is not None else Masker()
     logfile = CappedLog(job["log_file"], job.get("max_log_bytes") or _NO_CAP, masker)
+    if capture is not None:
+        capture.attach(logfile)
     # one logger for every try this child runs (a logger per task would make each
     # setLevel walk all of them), writing to this try's log file only
     logger = logging.getLogger("orchestrator.task")
@@ -382,6 +387,8 @@ def run_try(
             )
         handler.flush()
         logger.removeHandler(handler)
+        if capture is not None:
+            capture.detach()
         logfile.close()
         sys.stdout.flush()
 

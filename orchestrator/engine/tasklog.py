@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import io
 import os
+import threading
+from collections.abc import Callable
 
 from orchestrator.engine.masking import Masker
 
@@ -36,6 +38,15 @@ class CappedLog(io.TextIOBase):
         self._capped = True
         self.masker = masker
         self._held = b""  # the end of the last write, that may begin a secret
+        # what the try's processes write to file descriptors 1 and 2 arrives from
+        # another thread (engine/fd_capture.py): one writer at a time
+        self._lock = threading.RLock()
+        self.child_fd: int | None = None  # fileno() for a child's output (the capture)
+        self.drain_first: Callable[[], None] | None = None  # run before end_of_output
+
+    def renew_lock(self) -> None:
+        """A fresh lock, in a forked copy of the process (``fd_capture``)."""
+        self._lock = threading.RLock()
 
     # -- the text stream interface ---------------------------------------------------------
     def writable(self) -> bool:
@@ -49,21 +60,28 @@ class CappedLog(io.TextIOBase):
         pass
 
     def fileno(self) -> int:
-        return self._fd
+        """What ``subprocess.run(..., stdout=sys.stdout)`` hands a child: the captured
+        output (masked and capped like the rest), not the raw file, when there is one."""
+        return self.child_fd if self.child_fd is not None else self._fd
 
     def isatty(self) -> bool:
         return False
 
     def close(self) -> None:
-        if not self.closed:
-            self._release_held()
-            os.close(self._fd)
-        super().close()
+        with self._lock:
+            if not self.closed:
+                self._release_held()
+                os.close(self._fd)
+            super().close()
 
     # -- bytes ---------------------------------------------------------------------------
     def write_bytes(self, data: bytes) -> None:
         if not data:
             return
+        with self._lock:
+            self._write_bytes(data)
+
+    def _write_bytes(self, data: bytes) -> None:
         if self.masker:
             data = self.masker.mask_bytes(self._held + data)
             keep = self.masker.held_back(data)
@@ -96,13 +114,16 @@ class CappedLog(io.TextIOBase):
 
     def end_of_output(self) -> None:
         """The task is done: say how much was dropped; the runner's last lines go in whole."""
-        self._release_held()
-        if self._capped and self.dropped:
-            self._write(
-                f"[orchestrator: {self.dropped} bytes of output were dropped "
-                f"(max_log_bytes={self.limit})]\n".encode()
-            )
-        self._capped = False
+        if self.drain_first is not None:  # before the lock: the capture takes it to write
+            self.drain_first()
+        with self._lock:
+            self._release_held()
+            if self._capped and self.dropped:
+                self._write(
+                    f"[orchestrator: {self.dropped} bytes of output were dropped "
+                    f"(max_log_bytes={self.limit})]\n".encode()
+                )
+            self._capped = False
 
     def _release_held(self) -> None:
         held, self._held = self._held, b""

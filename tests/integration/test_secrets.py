@@ -321,3 +321,37 @@ with DAG("web", schedule=None) as dag:
     for written in (result, log):
         assert PASSWORD not in written and TOKEN not in written
     assert "***" in result
+
+
+FD_DAG = """
+import os, subprocess, sys
+from orchestrator import DAG, task
+
+with DAG("fds", schedule=None) as dag:
+
+    @task
+    def leak(ctx):
+        token = ctx.variable("api_token")
+        subprocess.run(["echo", "child says " + token], check=True)  # inherits fds 1, 2
+        os.write(2, ("raw write " + token + "\\n").encode())
+        subprocess.run(["echo", "to sys.stdout " + token], stdout=sys.stdout, check=True)
+        print("printed", token)
+"""
+
+
+def test_what_a_tasks_subprocesses_write_to_fds_1_and_2_is_in_its_log_and_masked(
+    harness, store, settings, clock, write_dag, capfd
+):
+    plant(store, settings, clock.now())
+    write_dag("fds.py", FD_DAG)
+    harness.parse()
+    run = harness.store.trigger_run("fds", harness.clock.now())
+    harness.run_until_finished(run.run_id)
+    assert store.task_instance(run.run_id, "leak").state == "success"
+    log = _log(store, settings, run.run_id, "leak")
+    for line in ("child says ***", "raw write ***", "to sys.stdout ***", "printed ***"):
+        assert line in log, log
+    assert TOKEN not in log
+    # and none of it reached the worker's own terminal
+    out, err = capfd.readouterr()
+    assert TOKEN not in out + err and "child says" not in out + err

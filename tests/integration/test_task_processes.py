@@ -346,3 +346,42 @@ def test_a_dag_file_that_forks_cannot_answer_for_the_next_file(store, settings, 
     result = processor.scan(clock.now())
     assert (result.dags, result.errors) == (5, 0)
     assert sorted(d.dag_id for d in store.list_dags()) == ["a_forks", "b0", "b1", "b2", "b3"]
+
+
+FORK_WHILE_WRITING = """
+import os, subprocess, sys
+from orchestrator import DAG, task
+
+with DAG("fork_while_writing", schedule=None) as dag:
+
+    @task(timeout=60)
+    def churn(ctx):
+        # a subprocess floods fd 1 (read by the capture thread) while this process forks
+        # and its copies print: a copy must never wait on a lock the thread held
+        flood = subprocess.Popen(["sh", "-c", "yes flood | head -c 3000000"])
+        done = 0
+        for i in range(40):
+            pid = os.fork()
+            if pid == 0:
+                print("copy", i, "prints")
+                sys.stdout.flush()
+                os._exit(0)
+            os.waitpid(pid, 0)
+            done += 1
+        flood.wait()
+        return done
+"""
+
+
+def test_a_task_that_forks_while_its_subprocess_floods_its_output_does_not_hang(
+    harness, write_dag, store, settings
+):
+    write_dag("fork_while_writing.py", FORK_WHILE_WRITING)
+    assert harness.parse().errors == 0
+    run_id = _run(harness, "fork_while_writing")
+    assert _result(store, run_id, "churn") == ("success", 40)
+    [try_] = store.tries(run_id, "churn")
+    log = settings.log_dir and os.path.join(settings.log_dir, try_.log_path)
+    with open(log, encoding="utf-8", errors="replace") as fh:
+        text = fh.read()
+    assert "copy 39 prints" in text and "flood" in text  # both kinds of output kept
