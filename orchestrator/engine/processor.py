@@ -26,6 +26,7 @@ from typing import Any
 
 from orchestrator.authoring.loader import display_path
 from orchestrator.engine.parse_pool import ParsePool
+from orchestrator.engine.start_environ import hide_start_environment
 from orchestrator.engine.taskenv import EnvPolicy
 from orchestrator.engine.worker import mp_context
 from orchestrator.settings import Settings
@@ -102,6 +103,7 @@ class DagProcessor:
         self._seen: dict[str, tuple[int, int]] = {}
         # file -> (dag_id, other file) for files refused because another file owns a dag_id
         self._clashes: dict[str, tuple[str, str]] = {}
+        hide_start_environment()  # DAG files run as this user: /proc/<pid>/environ
         self._ctx = mp_context()
 
     def scan(

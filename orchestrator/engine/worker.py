@@ -38,6 +38,7 @@ from orchestrator.engine.sensor_checks import (
     evaluate,
     record_sensor_outcome,
 )
+from orchestrator.engine.start_environ import hide_start_environment
 from orchestrator.engine.task_hooks import try_state_of
 from orchestrator.engine.taskenv import EnvPolicy
 from orchestrator.settings import Settings
@@ -63,6 +64,7 @@ def mp_context() -> Any:
     ctx = multiprocessing.get_context("forkserver")
     ctx.set_forkserver_preload(
         [
+            "orchestrator.engine.forkserver_init",  # first: no task inherits its environ
             "orchestrator.engine.runner",
             "orchestrator.authoring.dag",
             "orchestrator.authoring.context",
@@ -115,6 +117,9 @@ class Worker:
         self.lease = timedelta(seconds=settings.lease_seconds)
         self.wake = wake or threading.Event()
         self.on_finish = on_finish
+        # /proc/<this pid>/environ is readable by the tasks (same user): wipe it before
+        # the forkserver and the threads start (engine/start_environ.py)
+        hide_start_environment()
         self._ctx = mp_context()
         self._env_policy = EnvPolicy.for_settings(settings)
         self._idle: list[_Slot] = []

@@ -64,7 +64,8 @@ class VersionStore(StoreBase):
 
     def dag_version(self, dag_id: str, ref: str, *, count_runs: bool = False) -> DagVersionRecord:
         """The version ``ref`` names: its number (``3``), ``current``, or a prefix of its
-        hash (at least 4 hex digits, unambiguous)."""
+        hash (at least 4 hex digits, unambiguous). An all-digit ref is a number when
+        there is such a version, else a hash prefix."""
         versions = self.dag_versions(dag_id, count_runs=count_runs)
         text = (ref or "").strip().lower()
         exact = next((x for x in versions if x.hash == text), None)
@@ -74,11 +75,15 @@ class VersionStore(StoreBase):
             return next(x for x in versions if x.is_current)
         if text.isdigit():
             n = int(text)
-            if not 1 <= n <= len(versions):
+            if 1 <= n <= len(versions):
+                return versions[n - 1]  # a number names a version first
+            # no such number: an all-digit hash prefix (038418...) is still a prefix
+            by_prefix = [x for x in versions if x.hash.startswith(text)]
+            if len(text) < 4 or len(by_prefix) != 1:
                 raise NotFoundError(
                     f"DAG {dag_id!r} has no version {n} (versions: 1..{len(versions)})"
                 )
-            return versions[n - 1]
+            return by_prefix[0]
         if not _HASH_PREFIX.match(text):
             raise ConfigError(
                 f"version: expected a version number (1, 2, ...), 'current' or a hash prefix "

@@ -114,3 +114,20 @@ def test_cli_lists_diffs_and_prints_versions(
     assert main(["dags", "versions", "etl", "--diff", "1", "7"]) == 1
     err = capsys.readouterr().err.strip()
     assert err == "orchestrator: error: DAG 'etl' has no version 7 (versions: 1..3)"
+
+
+def test_an_all_digit_hash_prefix_names_its_version_when_no_number_does(
+    store, settings, clock, write_dag, monkeypatch
+):
+    from dataclasses import replace
+
+    write_versions(store, settings, clock, write_dag)
+    real = store.dag_versions("etl")
+    digits = [replace(v, hash=f"{38418 + v.number:06d}" + v.hash[6:]) for v in real]
+    monkeypatch.setattr(store, "dag_versions", lambda dag_id, count_runs=False: digits)
+    assert store.dag_version("etl", "038419").number == 1  # no version 38419: a prefix
+    assert store.dag_version("etl", "2").number == 2  # a number that exists wins
+    with pytest.raises(NotFoundError, match="has no version 99"):
+        store.dag_version("etl", "99")  # too short for a prefix
+    with pytest.raises(NotFoundError, match="has no version 3841"):
+        store.dag_version("etl", "3841")  # matches no hash

@@ -212,6 +212,20 @@ with DAG("secrets", schedule=None, params={"out": ""}, description=SEEN) as dag:
     def python_env(ctx):
         return sorted(k for k in os.environ if k.startswith(("ORCHESTRATOR_", "APP_", "DB_")))
 
+    @task
+    def proc_environ(ctx):
+        # /proc/<pid>/environ: this process's, its forkserver's and its worker's starting
+        # environments (readable by any process of the same user)
+        def block(pid):
+            with open(f"/proc/{pid}/environ", "rb") as fh:
+                return fh.read()
+        parent = os.getppid()
+        with open(f"/proc/{parent}/stat", "rb") as fh:
+            stat = fh.read()
+        worker = int(stat[stat.rindex(b")") + 2 :].split()[1])
+        return {which: block(pid).decode(errors="replace")
+                for which, pid in (("self", "self"), ("forkserver", parent), ("worker", worker))}
+
     shell_env = dag.shell(
         "shell_env",
         "env | grep -E '^(ORCHESTRATOR_|APP_|GIVEN)' | cut -d= -f1 | sort > {{ params.out }}",
@@ -324,6 +338,22 @@ def test_the_settings_secrets_never_reach_a_task_even_when_allowed(
     assert "ORCHESTRATOR_METRICS_TOKEN" not in names
     assert "DB_COPY" not in names and "DB_TOKEN_COPY" not in names
     assert {"APP_MODE", "APP_SECRET", "DB_OTHER", "ORCHESTRATOR_STATE_DIR"} <= set(names)
+
+
+def test_no_process_a_task_can_read_shows_the_secrets_in_its_starting_environment(
+    store, settings, write_dag, tmp_path
+):
+    """/proc/<pid>/environ shows a process's starting environment whatever it did to
+    os.environ since: neither the task's own, nor its forkserver's, nor its worker's
+    holds the database URL or the metrics token (the worker still runs on them)."""
+    write_dag("secrets.py", SECRETS_DAG)
+    run_id = _run_in_worker_process(settings, tmp_path / "shell_env.txt")
+    state, blocks = _result(store, run_id, "proc_environ")
+    assert state == "success"
+    for which in ("self", "forkserver", "worker"):
+        text = blocks[which]
+        assert "ORCHESTRATOR_DATABASE_URL" not in text and settings.database_url not in text
+        assert "s3cret" not in text and "ORCHESTRATOR_METRICS_TOKEN" not in text, which
 
 
 def _dag_file(dag_id: str) -> str:
