@@ -20,6 +20,7 @@ from typing import Any
 
 from waitress import create_server, wasyncore
 
+from orchestrator.engine.start_environ import hide_start_environment
 from orchestrator.errors import ConfigError
 
 from .security import is_loopback
@@ -87,6 +88,7 @@ def serve(
     (``web_trusted_proxy``) and stripped from everyone else.
     """
     check_bind(app, host)
+    hide_start_environment()  # /proc/<pid>/environ: the web secret, the database URL
     stop_event = stop_event or threading.Event()
     socket_map: dict[int, Any] = {}
     server = create_server(

@@ -31,9 +31,15 @@ def start_environment_span() -> tuple[int, int] | None:
     return (start, end) if 0 < start < end else None
 
 
+_HIDDEN_IN: set[int] = set()  # the pids that did it (a forked copy shares the block)
+
+
 def hide_start_environment() -> bool:
-    """Zero this process's starting environment block; True if it was done. Call it
-    before threads start: a ``getenv`` running meanwhile could read a zeroed value."""
+    """Zero this process's starting environment block; True if it is done (once per
+    process: later calls do nothing). Call it before threads start: a ``getenv``
+    running meanwhile could read a zeroed value."""
+    if os.getpid() in _HIDDEN_IN:
+        return True
     if not sys.platform.startswith("linux"):
         return False
     span = start_environment_span()
@@ -43,4 +49,5 @@ def hide_start_environment() -> bool:
         os.putenv(name, value)  # a copy on the heap: the block is no longer referenced
     start, end = span
     ctypes.memset(start, 0, end - start)
+    _HIDDEN_IN.add(os.getpid())
     return True

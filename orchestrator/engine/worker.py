@@ -204,8 +204,8 @@ class Worker:
                 log.warning("heartbeat failed (%s); will retry", str(exc).splitlines()[0])
         self._self_fence()
         if self._backlog:
-            self._give_back()
             self._start_backlog()  # a process freed by a timeout or a lost lease
+            self._give_back()
         if time.monotonic() - self._last_ship >= self.settings.log_ship_seconds:
             self._ship_logs()
         free = self._free_slots()
@@ -453,10 +453,17 @@ class Worker:
 
     def _give_back(self, every: bool = False) -> None:
         """Give back (``store.unclaim``) the claims made ahead that have waited over
-        ``BACKLOG_SECONDS`` for a process (the tries turned out long), or ``every`` one
-        (draining). If the database cannot take it, they are dropped once their lease
-        can no longer be trusted: the lease expires and the scheduler requeues them."""
+        ``BACKLOG_SECONDS`` while every process runs a try that turned out long, or
+        ``every`` one (draining). A wait for any other reason (this worker's own round
+        stuck on a lock) is not given back: the next free process starts it. If the
+        database cannot take it, they are dropped once their lease can no longer be
+        trusted: the lease expires and the scheduler requeues them."""
         mono = time.monotonic()
+        if not every and (
+            len(self._busy) < self.concurrency
+            or any(mono - s.started < PREFETCH_SHORT_SECONDS for s in self._busy)
+        ):
+            return  # a process is free, or frees soon
         old = [(c, t) for c, t in self._backlog if every or mono - t > BACKLOG_SECONDS]
         if not old:
             return

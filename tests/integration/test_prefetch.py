@@ -200,3 +200,29 @@ def test_unclaim_restores_fresh_claims_and_pokes_and_leaves_lost_leases_alone(
     again = {c.task_id: c for c in store.claim("w2", clock.now(), LEASE, limit=5)}
     assert (again["wait"].try_number, again["wait"].poke_count) == (1, 3)
     assert again["plain"].try_number == 1
+
+
+def test_claims_made_ahead_of_short_tries_are_started_not_given_back_however_long_they_wait(
+    harness, write_dag, settings, store, clock, monkeypatch
+):
+    # a wait that is not a long try (here: every wait counts as long, BACKLOG_SECONDS 0;
+    # in a cluster: this worker's round stuck on a lock held by a frozen peer) must not
+    # churn the claims back and forth: the next free process starts them
+    monkeypatch.setattr(worker_module, "BACKLOG_SECONDS", 0.0)
+    run_id = _start(harness, write_dag, MANY, "many")
+    worker = Worker(
+        store, clock, replace(settings, worker_concurrency=2, worker_prefetch=2),
+        worker_id="w-short",
+    )  # fmt: skip
+    given: list[int] = []
+    real = store.unclaim
+    monkeypatch.setattr(
+        store, "unclaim", lambda claims, now: given.append(len(claims)) or real(claims, now)
+    )
+    try:
+        worker.run_until_idle()
+    finally:
+        worker.close()
+    assert given == []
+    for i in range(16):
+        assert _tries(store, run_id, f"t{i}") == [(1, "success")]

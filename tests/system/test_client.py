@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import socket
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 import requests
@@ -79,13 +80,19 @@ def test_the_client_against_a_live_webserver(settings, store, write_dag, tmp_pat
     port = _free_port()
     base = f"http://127.0.0.1:{port}"
     with cluster(settings, tmp_path, ORCHESTRATOR_WEB_LOGIN="always", **FAST) as c:
-        c.start("webserver", "--port", str(port))
-        c.start("scheduler")
-        c.start("worker", "--concurrency", "2")
+        procs = [
+            c.start("webserver", "--port", str(port)),
+            c.start("scheduler"),
+            c.start("worker", "--concurrency", "2"),
+        ]
         wait_for(lambda: _up(base), "the web server" + c.logs()[-800:], 60)
         ops = Client(base, operator, timeout=20)
         assert ops.me() == {"user": "ops", "role": "operator", "via": "token"}
         wait_for(lambda: {"greet", "slow"} <= {d["dag_id"] for d in ops.list_dags()}, "parse", 60)
+        # what any process of this user (a task) could read of theirs: not the database URL
+        for proc in procs:
+            block = Path(f"/proc/{proc.pid}/environ").read_bytes()
+            assert b"ORCHESTRATOR_DATABASE_URL" not in block and b"PATH=" not in block
 
         when = datetime(2026, 3, 1, 2, 0, tzinfo=UTC)
         run_id = ops.trigger("greet", {"who": "ada"}, logical_date=when)

@@ -7,7 +7,9 @@ import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from sqlalchemy import select
 
+from orchestrator.store import models as m
 from tests.system.cluster import cluster, wait_for
 from tests.system.test_cluster import FAST, pg_settings, pg_store  # noqa: F401 - fixtures
 
@@ -29,6 +31,16 @@ with DAG("one_per_task", schedule=None) as other:
 """
 
 
+def _states_at_once(store, run_ids: list[str], task_id: str) -> list[str]:
+    ti = m.task_instances
+    with store.read() as conn:
+        return list(
+            conn.execute(
+                select(ti.c.state).where(ti.c.run_id.in_(run_ids), ti.c.task_id == task_id)
+            ).scalars()
+        )
+
+
 def test_limits_hold_with_six_workers_claiming(pg_settings, pg_store, write_dag, tmp_path):  # noqa: F811
     write_dag("limited.py", LIMITED)
     dag_running: list[int] = []
@@ -48,7 +60,9 @@ def test_limits_hold_with_six_workers_claiming(pg_settings, pg_store, write_dag,
         while time.monotonic() < deadline:
             tis = pg_store.task_instances(run.run_id)
             dag_running.append(sum(t.state == "running" for t in tis))
-            states = [pg_store.task_instance(o.run_id, "only_one").state for o in others]
+            # the five runs' instances in one statement (one snapshot): read one by one,
+            # a hand-over between two reads would show two running that never were
+            states = _states_at_once(pg_store, [o.run_id for o in others], "only_one")
             task_running.append(states.count("running"))
             if all(t.state == "success" for t in tis) and all(s == "success" for s in states):
                 break
