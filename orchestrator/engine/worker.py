@@ -142,6 +142,7 @@ class Worker:
         # claimed ahead of a free task process (worker_prefetch): (claim, monotonic claimed)
         self.prefetch = settings.worker_prefetch
         self._backlog: list[tuple[Claim, float]] = []
+        self._backlog_confirmed = 0.0  # monotonic: the last heartbeat that kept them
         self._short = False  # the last try collected was short: claim ahead
 
     # -- children --------------------------------------------------------------------------
@@ -236,6 +237,7 @@ class Worker:
                 slot.confirmed = started
         # a prefetched claim whose lease was lost is not started
         self._backlog = [(c, t) for c, t in self._backlog if (c.ti_id, c.try_number) in kept]
+        self._backlog_confirmed = started
         for slot in list(self._busy):
             if slot.claim and (slot.claim.ti_id, slot.claim.try_number) not in kept:
                 log.error(
@@ -446,9 +448,19 @@ class Worker:
         return done
 
     def _start_backlog(self) -> None:
-        """Hand claims made ahead (``worker_prefetch``) to the free task processes."""
+        """Hand claims made ahead (``worker_prefetch``) to the free task processes; one
+        whose lease could not be confirmed in time (``_self_fence``'s margin) is not
+        started: the lease may have expired and another worker may run it."""
+        limit = self.settings.lease_seconds * 0.8
         while self._backlog and len(self._busy) < self.concurrency and not self.draining:
-            claim, _ = self._backlog.pop(0)
+            claim, claimed = self._backlog.pop(0)
+            if time.monotonic() - max(claimed, self._backlog_confirmed) > limit:
+                log.error(
+                    "cannot confirm the lease of dag_id=%s run_id=%s task_id=%s try=%s "
+                    "claimed ahead: not starting it",
+                    claim.dag_id, claim.run_id, claim.task_id, claim.try_number,
+                )  # fmt: skip
+                continue
             self._dispatch(claim, self.clock.now())
 
     def _give_back(self, every: bool = False) -> None:

@@ -226,3 +226,59 @@ def test_claims_made_ahead_of_short_tries_are_started_not_given_back_however_lon
     assert given == []
     for i in range(16):
         assert _tries(store, run_id, f"t{i}") == [(1, "success")]
+
+
+FENCED = """
+import pathlib
+with DAG("fenced", schedule=None, params={"mark": ""}) as dag:
+    @task
+    def quick(ctx):
+        return 1
+
+    @task(priority_weight=10)
+    def slow(ctx):
+        time.sleep(2.5)
+
+    @task
+    def other(ctx):
+        pathlib.Path(ctx.params["mark"]).write_text("ran")
+
+    quick >> [slow, other]
+"""
+
+
+def test_a_claim_made_ahead_whose_lease_cannot_be_confirmed_is_never_started(
+    harness, write_dag, settings, store, clock, monkeypatch, tmp_path
+):
+    # the database becomes unreachable while slow runs: slow is stopped before its lease
+    # can expire (_self_fence), and other, claimed ahead in the same round, whose lease
+    # may have expired by then too (another worker may run it), is not started
+    mark = tmp_path / "other-ran"
+    write_dag("fenced.py", "from orchestrator import DAG, task\nimport time\n" + FENCED)
+    assert harness.parse().errors == 0
+    run = store.trigger_run("fenced", clock.now(), conf={"mark": str(mark)})
+    harness.tick()
+    short_lease = replace(
+        settings, worker_concurrency=1, worker_prefetch=1, lease_seconds=2.0,
+        heartbeat_seconds=0.5,
+    )  # fmt: skip
+    worker = Worker(store, clock, short_lease, worker_id="w-fenced")
+    try:
+        _until(worker, clock, lambda: store.task_instance(run.run_id, "other").state == "running")
+
+        def unreachable(*args, **kwargs):
+            raise ConnectionError("database unreachable")
+
+        for name in ("heartbeat", "unclaim", "claim", "finish_and_claim", "finish_successes",
+                     "finish_failure", "finish_round"):  # fmt: skip
+            monkeypatch.setattr(store, name, unreachable)
+        end = time.monotonic() + 4
+        while time.monotonic() < end:
+            try:  # as run_forever does: a failed round is retried
+                worker.tick(clock.now(), wait_seconds=0.05)
+            except ConnectionError:
+                time.sleep(0.05)
+        assert worker.running == 0  # slow was stopped (its lease could not be confirmed)
+    finally:
+        worker.close()
+    assert not mark.exists()  # never started, here or anywhere
