@@ -22,6 +22,7 @@ from orchestrator.clock import Clock, SystemClock
 from orchestrator.engine.processor import DagProcessor
 from orchestrator.engine.scheduler import Scheduler
 from orchestrator.engine.secrets_chain import check_key
+from orchestrator.engine.start_environ import hide_start_environment
 from orchestrator.engine.worker import Worker
 from orchestrator.observability.alerts.delivery import start_alert_thread
 from orchestrator.settings import Settings
@@ -107,6 +108,7 @@ def run_scheduler(
     """
     from orchestrator.engine import wakeup
 
+    hide_start_environment()  # before any thread: engine/start_environ.py
     clock = clock or SystemClock()
     store.db_clock = True
     wake = threading.Event()
@@ -136,6 +138,7 @@ def run_worker(
     """A worker process; on PostgreSQL it wakes on NOTIFY when tasks are released."""
     from orchestrator.engine import wakeup
 
+    hide_start_environment()  # before any thread: engine/start_environ.py
     check_key(store, settings)  # a wrong secrets key refuses to start
     wake = wakeup.WakeEvent()  # a busy worker waits on it together with its tasks
     notifier = wakeup.Notifier(store.url)
@@ -184,6 +187,7 @@ def standalone(
     (``new_database`` starts an empty one instead).
     """
     create_app, serve = web_ui().create_app, web_ui("server").serve
+    hide_start_environment()  # before any thread: engine/start_environ.py
     clock = clock or SystemClock()
     stop = stop or threading.Event()
     prepare_database(settings, new_database=new_database)

@@ -90,9 +90,11 @@ def test_the_client_against_a_live_webserver(settings, store, write_dag, tmp_pat
         assert ops.me() == {"user": "ops", "role": "operator", "via": "token"}
         wait_for(lambda: {"greet", "slow"} <= {d["dag_id"] for d in ops.list_dags()}, "parse", 60)
         # what any process of this user (a task) could read of theirs: not the database URL
+        # (the worker wipes it when it starts: wait until it registered)
+        wait_for(lambda: _workers_registered(store), "the worker to register", 60)
         for proc in procs:
             block = Path(f"/proc/{proc.pid}/environ").read_bytes()
-            assert b"ORCHESTRATOR_DATABASE_URL" not in block and b"PATH=" not in block
+            assert b"ORCHESTRATOR_DATABASE_URL" not in block and b"PATH=" not in block, proc.args
 
         when = datetime(2026, 3, 1, 2, 0, tzinfo=UTC)
         run_id = ops.trigger("greet", {"who": "ada"}, logical_date=when)
@@ -162,3 +164,12 @@ def test_the_client_against_a_live_webserver(settings, store, write_dag, tmp_pat
     with pytest.raises(ClientError) as exc:
         Client(base, operator, timeout=2).list_dags()  # the server is gone
     assert exc.value.status is None and "127.0.0.1" in exc.value.reason
+
+
+def _workers_registered(store) -> int:
+    from sqlalchemy import func, select
+
+    from orchestrator.store import models as m
+
+    with store.read() as conn:
+        return conn.execute(select(func.count()).select_from(m.workers)).scalar_one()
