@@ -89,8 +89,12 @@ def test_standalone_runs_the_example_dags_and_serves_the_ui(tmp_path: Path) -> N
 
         failed = cli(tmp_path, "runs", "list", "--state", "failed", "--json")
         assert json.loads(failed.stdout) == []
-        # the flaky task failed once and succeeded on its retry
-        [run] = json.loads(cli(tmp_path, "runs", "list", "flaky", "--json", "--limit", "1").stdout)
+        # the flaky task failed once and succeeded on its retry (in a run that finished:
+        # flaky fires every 2 minutes, so the newest run may have only just started)
+        listed = cli(
+            tmp_path, "runs", "list", "flaky", "--state", "success", "--json", "--limit", "1"
+        )
+        [run] = json.loads(listed.stdout)
         tis = json.loads(cli(tmp_path, "tasks", "list", run["run_id"], "--json").stdout)
         call_api = next(t for t in tis if t["task_id"] == "call_api")
         assert call_api["try_number"] == 2
