@@ -21,6 +21,7 @@ a lost database, not a first start. ``orchestrator db init`` or ``standalone
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import logging
 import os
@@ -142,26 +143,35 @@ def recorded(state_dir: str, url: str) -> dict[str, Any] | None:
 
 
 def record_database(state_dir: str, url: str, *, created: bool = False) -> None:
-    """Note in the state folder that the SQLite database at ``url`` exists (idempotent)."""
+    """Note in the state folder that the SQLite database at ``url`` exists (idempotent).
+
+    Processes starting together (a scheduler and a worker) may both write: the
+    read-modify-write holds an exclusive lock on ``databases.json.lock``, and each
+    writer replaces the record from a temporary file of its own, so neither loses the
+    other's entry nor finds its temporary file gone."""
     path = sqlite_path(url)
     if path is None:
         return
-    databases = _load(state_dir)
-    now = datetime.now(UTC).isoformat(timespec="seconds")
-    entry = databases.get(path)
-    if entry is not None and not created:
-        return
-    entry = {"first_used": now if entry is None or created else entry["first_used"]}
-    if created:
-        entry["created"] = now
-    databases[path] = entry
+    if not created and path in _load(state_dir):
+        return  # recorded already: no lock, no write
     os.makedirs(state_dir, exist_ok=True)
-    tmp = _record_path(state_dir) + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump({"databases": databases}, f, indent=2, sort_keys=True)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, _record_path(state_dir))
+    with open(_record_path(state_dir) + ".lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        databases = _load(state_dir)  # again, under the lock
+        now = datetime.now(UTC).isoformat(timespec="seconds")
+        entry = databases.get(path)
+        if entry is not None and not created:
+            return
+        entry = {"first_used": now if entry is None or created else entry["first_used"]}
+        if created:
+            entry["created"] = now
+        databases[path] = entry
+        tmp = f"{_record_path(state_dir)}.{os.getpid()}.tmp"
+        with open(tmp, "w") as f:
+            json.dump({"databases": databases}, f, indent=2, sort_keys=True)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, _record_path(state_dir))
 
 
 def refuse_lost_database(state_dir: str, url: str) -> None:

@@ -62,10 +62,16 @@ def test_killing_worker_and_scheduler_during_a_2000_item_expansion(
     with cluster(settings, tmp_path, **env) as c:
         sched = c.start("scheduler")
         worker = c.start("worker")
-        wait_for(lambda: store.get_dag("big_map") if _has_dag(store) else None, "the DAG", 60)
+        try:
+            wait_for(lambda: store.get_dag("big_map") if _has_dag(store) else None, "the DAG", 60)
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}\n{c.logs()}") from None
         run = store.trigger_run("big_map", SystemClock().now())
         # 1. the moment the source returns its list: kill both, mid-finish or just after
-        wait_for(marker.exists, "the source to produce its list", 120)
+        try:
+            wait_for(marker.exists, "the source to produce its list", 120)
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}\n{c.logs()}") from None
         c.kill(worker)
         c.kill(sched)
         seen = _loads(store, run.run_id)
