@@ -23,39 +23,19 @@ A mistake (a non-URI, a cron string mixed into an asset list) raises
 
 from __future__ import annotations
 
-import os
-import sys
 from collections.abc import Iterable
 from datetime import timedelta
 from typing import Any
 
-from orchestrator.errors import DagDefinitionError
+from orchestrator.authoring.where import Where
+from orchestrator.authoring.where import caller as _caller
+from orchestrator.authoring.where import definition_error as _fail
 from orchestrator.scheduling.asset_conditions import (
     AssetCondition,
     AssetRef,
     all_of,
     uri_problem,
 )
-
-Where = tuple[str | None, int | None]
-
-
-_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
-
-
-def _caller() -> Where:
-    """File and line of the first stack frame outside this package (the DAG file)."""
-    frame = sys._getframe(1)
-    while frame is not None:
-        filename = os.path.abspath(frame.f_code.co_filename)
-        if not filename.startswith(_PACKAGE_DIR + os.sep) and not filename.startswith("<frozen"):
-            return frame.f_code.co_filename, frame.f_lineno
-        frame = frame.f_back
-    return None, None
-
-
-def _fail(message: str, where: Where) -> DagDefinitionError:
-    return DagDefinitionError(message, fileloc=where[0], lineno=where[1])
 
 
 class Asset(AssetRef):

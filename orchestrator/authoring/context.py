@@ -98,10 +98,10 @@ class TaskContext:
         """The logical date in ISO 8601, in the DAG's timezone."""
         return self._local().isoformat()
 
-    def _local(self) -> datetime:
+    def _local(self, timezone: str | None = None) -> datetime:
         from zoneinfo import ZoneInfo
 
-        return self.logical_date.astimezone(ZoneInfo(self.timezone))
+        return self.logical_date.astimezone(ZoneInfo(timezone or self.timezone))
 
     def outlet_event(self, asset: Any, extra: dict[str, Any] | None = None) -> None:
         """Add ``extra`` (a JSON object) to the event this try records for ``asset``,
@@ -167,9 +167,7 @@ class TaskContext:
 
     def template_vars(self, timezone: str) -> dict[str, Any]:
         """Variables for shell-task templates; ``ds``/``ts`` are in the DAG's timezone."""
-        from zoneinfo import ZoneInfo
-
-        local = self.logical_date.astimezone(ZoneInfo(timezone))
+        local = self._local(timezone)
         return {
             "dag_id": self.dag_id,
             "run_id": self.run_id,

@@ -24,9 +24,7 @@ A DAG file builds DAG objects; nothing here touches the database. Mistakes raise
 from __future__ import annotations
 
 import json
-import os
 import re
-import sys
 from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta
 from typing import Any
@@ -53,8 +51,9 @@ from orchestrator.authoring.sensor import (  # issue 15
 )
 from orchestrator.authoring.task_controls import SKIP_EXIT_CODE
 from orchestrator.authoring.templating import TemplateRenderError, check_template
+from orchestrator.authoring.where import caller as _caller
+from orchestrator.authoring.where import definition_error as _fail
 from orchestrator.authoring.wiring import Wiring
-from orchestrator.errors import DagDefinitionError
 from orchestrator.scheduling.asset_conditions import AssetAll, AssetAny  # noqa: F401
 from orchestrator.scheduling.retry import RetryPolicy
 from orchestrator.scheduling.schedule import Schedule, ScheduleError, parse_schedule
@@ -67,7 +66,6 @@ ID_RULE = "1 to 250 letters, digits, '_', '.' or '-', not starting with '.' or '
 MISFIRE_POLICIES = ("backfill", "coalesce", "skip")
 OVERLAP_POLICIES = ("queue", "skip", "allow", "replace", "buffer_one")
 
-_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 _active: list[DAG] = []
 _created: list[DAG] = []  # every DAG built; the loader reads and clears it
 # issue 14: the TaskGroups being built, innermost last (authoring/task_group.py pushes
@@ -82,22 +80,6 @@ def _current_group(dag: DAG) -> Any:
 def _expand_groups(others: list[Any], side: str) -> list[Any]:
     """``others`` with each task group replaced by its ``side`` (roots or leaves)."""
     return [x for o in others for x in (o.members(side) if hasattr(o, "members") else [o])]
-
-
-def _caller() -> tuple[str | None, int | None]:
-    """File and line of the first stack frame outside this package (the DAG file)."""
-    frame = sys._getframe(1)
-    while frame is not None:
-        filename = os.path.abspath(frame.f_code.co_filename)
-        if not filename.startswith(_PACKAGE_DIR + os.sep) and not filename.startswith("<frozen"):
-            return frame.f_code.co_filename, frame.f_lineno
-        frame = frame.f_back
-    return None, None
-
-
-def _fail(message: str, where: tuple[str | None, int | None] | None = None) -> DagDefinitionError:
-    fileloc, lineno = where if where is not None else _caller()
-    return DagDefinitionError(message, fileloc=fileloc, lineno=lineno)
 
 
 def _check_id(kind: str, value: Any, where: tuple[str | None, int | None]) -> str:

@@ -19,16 +19,14 @@ from __future__ import annotations
 import inspect
 import json
 import keyword
-import os
-import sys
 from dataclasses import dataclass
 from typing import Any
 
-from orchestrator.errors import DagDefinitionError
+from orchestrator.authoring.where import Where
+from orchestrator.authoring.where import caller as _caller
+from orchestrator.authoring.where import definition_error as _fail
 from orchestrator.scheduling.mapping import KWARGS
 
-Where = tuple[str | None, int | None]
-_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 # template variables of a shell command that a mapped argument may not shadow
 SHELL_RESERVED = frozenset(
     {
@@ -44,21 +42,6 @@ class ParamRef:
     """A DAG param as a mapping source: ``load.expand(path=dag.param("paths"))``."""
 
     name: str
-
-
-def _caller() -> Where:
-    """File and line of the first frame outside the authoring package (the DAG file)."""
-    frame = sys._getframe(1)
-    while frame is not None:
-        filename = os.path.abspath(frame.f_code.co_filename)
-        if not filename.startswith(_PACKAGE_DIR + os.sep) and not filename.startswith("<frozen"):
-            return frame.f_code.co_filename, frame.f_lineno
-        frame = frame.f_back
-    return None, None
-
-
-def _fail(message: str, where: Where) -> DagDefinitionError:
-    return DagDefinitionError(message, fileloc=where[0], lineno=where[1])
 
 
 class Partial:

@@ -27,13 +27,8 @@ from collections.abc import Callable, Iterable
 from types import CodeType
 from typing import Any
 
-from orchestrator.errors import DagDefinitionError
-
-Where = tuple[str | None, int | None]
-
-
-def _fail(message: str, where: Where) -> DagDefinitionError:
-    return DagDefinitionError(message, fileloc=where[0], lineno=where[1])
+from orchestrator.authoring.where import Where
+from orchestrator.authoring.where import definition_error as _fail
 
 
 def python_env_options(

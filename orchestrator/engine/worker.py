@@ -250,6 +250,10 @@ class Worker:
                 self._busy.remove(slot)
                 slot.kill()
 
+    def _fence_margin(self) -> float:
+        """Seconds a lease is trusted unconfirmed: a fifth of it is kept in hand."""
+        return self.settings.lease_seconds * 0.8
+
     def _self_fence(self) -> None:
         """Stop tries whose lease could not be confirmed in time, before it can expire.
 
@@ -257,7 +261,7 @@ class Worker:
         reap these leases and another worker will run the tasks: this worker must not
         still be running them then. The margin is a fifth of the lease.
         """
-        limit = self.settings.lease_seconds * 0.8
+        limit = self._fence_margin()
         mono = time.monotonic()
         for slot in list(self._busy):
             if slot.claim is not None and mono - slot.confirmed > limit:
@@ -451,7 +455,7 @@ class Worker:
         """Hand claims made ahead (``worker_prefetch``) to the free task processes; one
         whose lease could not be confirmed in time (``_self_fence``'s margin) is not
         started: the lease may have expired and another worker may run it."""
-        limit = self.settings.lease_seconds * 0.8
+        limit = self._fence_margin()
         while self._backlog and len(self._busy) < self.concurrency and not self.draining:
             claim, claimed = self._backlog.pop(0)
             if time.monotonic() - max(claimed, self._backlog_confirmed) > limit:
@@ -483,7 +487,7 @@ class Worker:
             self.store.unclaim([c for c, _ in old], self.clock.now())
         except Exception as exc:  # noqa: BLE001 - the database may be down: retry later
             log.warning("cannot give back %d claim(s) yet (%s)", len(old), str(exc)[:200])
-            limit = self.settings.lease_seconds * 0.8
+            limit = self._fence_margin()
             old = [(c, t) for c, t in old if mono - t > limit]
         gone = {id(c) for c, _ in old}
         self._backlog = [(c, t) for c, t in self._backlog if id(c) not in gone]

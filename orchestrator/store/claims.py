@@ -162,7 +162,8 @@ class ClaimStore(StoreBase):
         limit: int,
         queues: list[str],
     ) -> list:
-        waiting = conn.execute(_WAITING_POOLS, {"ready_by": now, "queues": queues}).scalars().all()
+        q = _WAITING_POOLS if self.is_postgres else _WAITING_POOLS_SQLITE
+        waiting = conn.execute(q, {"ready_by": now, "queues": queues}).scalars().all()
         taken: list = []
         for name in waiting:
             if len(taken) >= limit:
@@ -422,6 +423,18 @@ _TAKE = _take(_unpooled_by_state(), sqlite=True)  # SQLite
 _TAKE_LOCKING = _take(_UNPOOLED.with_for_update(skip_locked=True))  # PostgreSQL
 _WAITING_POOLS = (
     select(ti.c.pool).where(*_CLAIMABLE_NOW, ti.c.pool.is_not(None)).distinct().order_by(ti.c.pool)
+)
+# SQLite: ``+state`` keeps the planner off the (state, ready_at) index, which walks every
+# claimable row, unpooled ones too; it reads the partial index of pooled rows instead
+_WAITING_POOLS_SQLITE = (
+    select(ti.c.pool)
+    .where(
+        literal_column("+task_instances.state", String).in_(CLAIMABLE),
+        *_CLAIMABLE_NOW[1:],
+        ti.c.pool.is_not(None),
+    )
+    .distinct()
+    .order_by(ti.c.pool)
 )
 _POOL_CANDIDATES = (
     select(ti.c.id, ti.c.pool_slots)

@@ -28,7 +28,9 @@ def _plan(store: Store, statement, params: dict) -> list[str]:
             conn.rollback()
     finally:
         event.remove(store.engine, "before_cursor_execute", grab)
-    sql, values = next((q, v) for q, v in seen if q.lstrip().upper().startswith("UPDATE"))
+    sql, values = next(
+        (q, v) for q, v in seen if q.lstrip().upper().startswith(("UPDATE", "SELECT"))
+    )
     with store.engine.connect() as conn:
         rows = conn.connection.driver_connection.execute("EXPLAIN QUERY PLAN " + sql, values)
         return [r[3] for r in rows.fetchall()]
@@ -123,3 +125,13 @@ def test_recording_successes_finds_tries_and_instances_by_key(sqlite_url):
         store.dispose()
     assert not any(line.startswith("SCAN task_") for line in success + close), success + close
     assert any("INTEGER PRIMARY KEY" in line for line in success), success
+
+
+def test_the_look_for_pools_with_waiting_tasks_reads_only_pooled_rows(sqlite_url):
+    store = Store(sqlite_url)
+    try:
+        _fill(store, 3000)  # all unpooled: the look must not walk them
+        plan = _plan(store, claims._WAITING_POOLS_SQLITE, {"ready_by": NOW, "queues": ["default"]})
+    finally:
+        store.dispose()
+    assert any("ix_task_instances_pooled_ready" in line for line in plan), plan
