@@ -37,7 +37,7 @@ from orchestrator.clock import SystemClock
 from orchestrator.engine.processor import DagProcessor
 from orchestrator.settings import Settings
 from orchestrator.store import Store
-from orchestrator.store import models as m
+from orchestrator.store.core import models as m
 
 DAGS = """
 from orchestrator import DAG, Asset, task

@@ -64,7 +64,7 @@ from orchestrator.engine.worker import Worker  # noqa: E402
 from orchestrator.settings import Settings  # noqa: E402
 from orchestrator.states import RUN_FINISHED, TaskState  # noqa: E402
 from orchestrator.store import Store  # noqa: E402
-from orchestrator.store.db import upgrade  # noqa: E402
+from orchestrator.store.core.db import upgrade  # noqa: E402
 
 DEFAULT_PG_URL = os.environ.get(
     "ORCHESTRATOR_BENCH_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"

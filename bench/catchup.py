@@ -24,7 +24,7 @@ from benchlib import (
 from sqlalchemy import func, select
 
 from orchestrator.clock import SystemClock
-from orchestrator.store import models as m
+from orchestrator.store.core import models as m
 
 
 def catchup_dag(start: datetime) -> str:

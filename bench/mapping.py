@@ -78,8 +78,8 @@ def _median_ms(fn, repeat: int = 5) -> float:  # noqa: ANN001
 
 def _expand_once(store, items: int) -> float:  # noqa: ANN001
     """Time one expansion of ``items`` instances on a fresh run, its source succeeded."""
-    from orchestrator.store import models as m
-    from orchestrator.store.expansion import expand_locked
+    from orchestrator.store.core import models as m
+    from orchestrator.store.tasks.expansion import expand_locked
 
     now = SystemClock().now()
     run = store.trigger_run("bench_mapping", now, conf={"n": items})
@@ -108,8 +108,8 @@ def _synthetic_run(store, items: int):  # noqa: ANN001, ANN202
     written straight to the store (``--pages-only``: the pages without the run's wait)."""
     from sqlalchemy import insert, select, update
 
-    from orchestrator.store import models as m
-    from orchestrator.store.expansion import expand_locked
+    from orchestrator.store.core import models as m
+    from orchestrator.store.tasks.expansion import expand_locked
 
     now = SystemClock().now()
     run = store.get_run(store.trigger_run("bench_mapping", now, conf={"n": items}).run_id)

@@ -115,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--files", type=int, default=1000)
     parser.add_argument("--database-url", default=None, help="default: a temporary SQLite file")
     args = parser.parse_args(argv)
-    from orchestrator.store.db import upgrade
+    from orchestrator.store.core.db import upgrade
 
     with tempfile.TemporaryDirectory() as tmp:
         url = args.database_url or f"sqlite:///{tmp}/bench.db"

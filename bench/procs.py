@@ -18,7 +18,7 @@ from typing import Any
 from sqlalchemy import select
 
 from orchestrator.engine import wakeup
-from orchestrator.store import models as m
+from orchestrator.store.core import models as m
 
 
 class ProcessEngine:

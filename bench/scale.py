@@ -65,7 +65,7 @@ def fill(store, history_tis: int, chunk_runs: int = 5000) -> datetime:  # noqa: 
     """Bulk-insert finished hourly runs of scale_hourly; returns the last fire time."""
     from sqlalchemy import insert, select, text
 
-    from orchestrator.store import models as m
+    from orchestrator.store.core import models as m
 
     dag = store.get_dag("scale_hourly")
     runs = max(1, history_tis // TASKS)
@@ -130,7 +130,7 @@ def database(url: str | None, admin_url: str | None, tmp: str) -> Iterator[str]:
     """A migrated empty database: a SQLite file, ``url`` as given, or a new PostgreSQL one."""
     from sqlalchemy import create_engine, text
 
-    from orchestrator.store.db import upgrade
+    from orchestrator.store.core.db import upgrade
 
     if admin_url is None:
         url = url or f"sqlite:///{tmp}/scale.db"

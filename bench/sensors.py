@@ -36,7 +36,7 @@ from orchestrator.engine.processor import DagProcessor  # noqa: E402
 from orchestrator.settings import Settings  # noqa: E402
 from orchestrator.states import RUN_FINISHED  # noqa: E402
 from orchestrator.store import Store  # noqa: E402
-from orchestrator.store import models as m  # noqa: E402
+from orchestrator.store.core import models as m  # noqa: E402
 
 
 def sensor_dag(count: int, poke_interval: float, kind: str) -> str:

@@ -25,8 +25,8 @@ from orchestrator.engine.processor import DagProcessor
 from orchestrator.engine.scheduler import Scheduler
 from orchestrator.settings import Settings
 from orchestrator.store import Store
-from orchestrator.store import models as m
-from orchestrator.store.db import upgrade
+from orchestrator.store.core import models as m
+from orchestrator.store.core.db import upgrade
 
 TASKS = 10
 DAG_FILE = """

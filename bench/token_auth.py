@@ -25,7 +25,7 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import create_engine, text
 
 from orchestrator.store import Store
-from orchestrator.store.db import upgrade
+from orchestrator.store.core.db import upgrade
 
 PG_ADMIN = os.environ.get(
     "ORCHESTRATOR_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"

@@ -47,8 +47,8 @@ from orchestrator.authoring.spec import serialize_dag
 from orchestrator.engine.services import web_ui
 from orchestrator.settings import Settings
 from orchestrator.store import Store
-from orchestrator.store import models as m
-from orchestrator.store.db import upgrade
+from orchestrator.store.core import models as m
+from orchestrator.store.core.db import upgrade
 
 create_app = web_ui().create_app  # the checkout's webui/ or the installed one
 

@@ -4,8 +4,8 @@ from alembic import context
 from sqlalchemy import pool
 
 from orchestrator.settings import Settings
-from orchestrator.store.db import make_engine
-from orchestrator.store.models import metadata
+from orchestrator.store.core.db import make_engine
+from orchestrator.store.core.models import metadata
 
 config = context.config
 url = config.attributes.get("url") or config.get_main_option("sqlalchemy.url")

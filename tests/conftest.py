@@ -21,8 +21,8 @@ from sqlalchemy import create_engine, text
 from orchestrator.clock import FakeClock
 from orchestrator.settings import Settings
 from orchestrator.store import Store
-from orchestrator.store.db import upgrade
-from orchestrator.store.models import metadata
+from orchestrator.store.core.db import upgrade
+from orchestrator.store.core.models import metadata
 from tests.helpers import Harness
 
 PG_ADMIN_URL = os.environ.get(

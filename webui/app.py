@@ -22,8 +22,8 @@ from orchestrator.clock import Clock, SystemClock
 from orchestrator.errors import ConfigError, NotFoundError, StateError
 from orchestrator.settings import Settings
 from orchestrator.store import Store
-from orchestrator.store.db import bounded_wait_ended
-from orchestrator.store.identity import DatabaseGoneError
+from orchestrator.store.core.db import bounded_wait_ended
+from orchestrator.store.core.identity import DatabaseGoneError
 
 from . import formatting, render
 from .current import CLOCK_KEY, LAYOUTS_KEY, SETTINGS_KEY, STORE_KEY

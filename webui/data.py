@@ -23,7 +23,7 @@ from orchestrator.authoring.templating import render_command
 from orchestrator.errors import OrchestratorError
 from orchestrator.scheduling.explain import Reason, explain_task
 from orchestrator.store import Store
-from orchestrator.store.task_store import idempotency_key
+from orchestrator.store.tasks.task_store import idempotency_key
 
 from . import queries, task_groups
 from .cron_words import schedule_in_words

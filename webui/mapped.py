@@ -18,7 +18,7 @@ from typing import Any
 from sqlalchemy import func, select
 
 from orchestrator.store import Store
-from orchestrator.store import models as m
+from orchestrator.store.core import models as m
 
 # which state a mapped task shows, first match wins: work in progress, then trouble
 _PRECEDENCE = (

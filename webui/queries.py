@@ -1,6 +1,6 @@
 """Read queries the web UI needs that the store does not offer (yet).
 
-Plain SQLAlchemy Core over :mod:`orchestrator.store.models`, inside the store's
+Plain SQLAlchemy Core over :mod:`orchestrator.store.core.models`, inside the store's
 read transactions; records, not rows, come out. Nothing here writes. Every query
 is bounded (LIMIT/OFFSET or a fixed set of keys) and uses an index, so pages stay
 fast with a million task instances in the store.
@@ -20,8 +20,8 @@ from sqlalchemy import bindparam, func, select, type_coerce, union_all
 
 from orchestrator.authoring.spec import DagSpec
 from orchestrator.store import Store
-from orchestrator.store import models as m
-from orchestrator.store.records import Record, RunRecord, TaskInstanceRecord, TryRecord
+from orchestrator.store.core import models as m
+from orchestrator.store.core.records import Record, RunRecord, TaskInstanceRecord, TryRecord
 
 from .mapped import summary_state
 
@@ -428,7 +428,7 @@ class HealthFacts(Record):
 
 def health_facts(store: Store) -> HealthFacts:
     """The leader lease, and the last heartbeat of every worker that has not stopped."""
-    from orchestrator.store.leader import LEASE_NAME
+    from orchestrator.store.cluster.leader import LEASE_NAME
 
     w = m.workers
     with store.read() as conn:

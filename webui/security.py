@@ -23,7 +23,7 @@ In this order (each refusal happens before the view runs, so it changes nothing)
   (403 otherwise, and for a route without an entry).
 
 A request with ``Authorization: Bearer <token>`` (an API token, see
-``orchestrator.store.token_store``) skips the cross-site, session, login and CSRF
+``orchestrator.store.access.token_store``) skips the cross-site, session, login and CSRF
 steps: a token is no ambient credential a browser sends on its own, so another site
 cannot make a browser use it. It acts with the token's role and no more, whatever
 the session cookie or loopback would allow; a token that is unknown, malformed,

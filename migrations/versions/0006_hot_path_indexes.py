@@ -15,7 +15,7 @@ depends_on: str | Sequence[str] | None = None
 
 
 def upgrade() -> None:
-    # per-run state counts when a finished task releases a large fan-in (store/release.py)
+    # per-run state counts when a finished task releases a large fan-in (store/tasks/release.py)
     op.create_index(
         "ix_task_instances_run_pk_state", "task_instances", ["run_pk", "state"], unique=False
     )

@@ -15,7 +15,7 @@ depends_on: str | Sequence[str] | None = None
 
 
 def upgrade() -> None:
-    # a DAG's oldest queued runs, read whenever runs start (store/run_progress.py), in
+    # a DAG's oldest queued runs, read whenever runs start (store/runs/run_progress.py), in
     # O(max_active_runs) however long the DAG's history is
     op.create_index(
         "ix_dag_runs_dag_id_state_logical_date",

@@ -3,7 +3,7 @@
 Claims take higher ``priority_weight`` first (then the oldest ready): the column and an
 index in the claim's order. Instances of a task with ``depends_on_past`` or
 ``max_active_tis_per_dag``, or of a DAG with ``max_active_tasks``, are ``gated``: the
-plain claim skips them and store/concurrency.py claims them after its checks, which
+plain claim skips them and store/tasks/concurrency.py claims them after its checks, which
 count running instances per DAG and task (the second index), reading its candidates
 from a partial index of the gated instances (the third). Task groups need no
 column: a task's group path is in its DAG version's spec.

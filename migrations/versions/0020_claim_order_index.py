@@ -4,7 +4,7 @@ Claims take the highest ``priority_weight`` first, then the oldest ready. 0013's
 ``(state, priority_weight, ready_at)`` ran in one direction, so the claim's mixed order
 (``priority_weight DESC, ready_at``) sorted every claimable row on each claim: with
 10,000 mapped instances queued, most of a worker round. The index now runs in the
-claim's order, and the claim reads it state by state (store/claims.py), stopping at the
+claim's order, and the claim reads it state by state (store/tasks/claims.py), stopping at the
 first ``limit`` rows. Pooled instances get a partial index of their own, so the claim's
 look for pools with waiting tasks reads only pooled rows.
 

@@ -17,7 +17,7 @@ from orchestrator.authoring.credentials import (
 )
 
 _MISSING: Any = object()
-MAX_OUTLET_EXTRA_BYTES = 65536  # as an external event's extra (store.asset_store)
+MAX_OUTLET_EXTRA_BYTES = 65536  # as an external event's extra (store.assets.asset_store)
 
 
 @dataclass(frozen=True)

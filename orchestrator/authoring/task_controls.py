@@ -113,7 +113,7 @@ def dag_options(
 
 def is_gated(task: Any, dag_max_active_tasks: int | None) -> bool:
     """Whether claiming an instance of ``task`` (a Task or TaskSpec) needs the checks
-    of store/concurrency.py (depends_on_past, max_active_tasks, max_active_tis_per_dag)."""
+    of store/tasks/concurrency.py (depends_on_past, max_active_tasks, max_active_tis_per_dag)."""
     return bool(
         getattr(task, "depends_on_past", False)
         or getattr(task, "max_active_tis_per_dag", None)

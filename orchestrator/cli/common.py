@@ -19,7 +19,7 @@ from orchestrator.settings import FIELDS, Settings
 _opened: list[Any] = []  # stores opened by this command, disposed when it ends
 
 MAX_INT = 2**31 - 1  # the largest count, limit or size a command takes (an SQL INTEGER)
-# as store.claims.POOL_NAME (not imported: the store pulls in Alembic, whose import
+# as store.tasks.claims.POOL_NAME (not imported: the store pulls in Alembic, whose import
 # logs before the command has configured logging)
 POOL_NAME = re.compile(r"[A-Za-z0-9_.-]{1,250}")
 
@@ -135,7 +135,7 @@ def open_store(settings: Settings) -> Any:
     from sqlalchemy import inspect
 
     from orchestrator.store import Store
-    from orchestrator.store.identity import record_database, refuse_lost_database, sqlite_path
+    from orchestrator.store.core.identity import record_database, refuse_lost_database, sqlite_path
 
     path = sqlite_path(settings.database_url)
     if path is not None and not os.path.exists(path):  # do not create an empty file

@@ -101,7 +101,7 @@ def shown(conn: Connection, reveal: bool) -> dict[str, Any]:
 
 
 def cmd_connections(args: argparse.Namespace, settings: Settings) -> int:
-    from orchestrator.store.secret_box import box_of
+    from orchestrator.store.credentials.secret_box import box_of
 
     if args.action == "add":
         conn = _from_args(args)  # checked before the database is opened

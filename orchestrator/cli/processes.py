@@ -76,8 +76,8 @@ def cmd_db_init(args: argparse.Namespace, settings: Settings) -> int:
     from sqlalchemy import inspect
 
     from orchestrator.engine.services import _safe_url, prepare_database
-    from orchestrator.store.db import make_engine
-    from orchestrator.store.identity import sqlite_path
+    from orchestrator.store.core.db import make_engine
+    from orchestrator.store.core.identity import sqlite_path
 
     path = sqlite_path(settings.database_url)
     if path is None or os.path.exists(path):

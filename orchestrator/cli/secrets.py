@@ -28,7 +28,7 @@ def register(sub: Any, parents: Parents) -> None:
 def cmd_secrets(args: argparse.Namespace, settings: Settings) -> int:
     from cryptography.fernet import Fernet
 
-    from orchestrator.store.secret_box import (
+    from orchestrator.store.credentials.secret_box import (
         box_of,
         create_key_file,
         key_file,

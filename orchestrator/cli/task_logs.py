@@ -18,7 +18,7 @@ from orchestrator.cli.common import emit
 from orchestrator.cli.logview import read_log_text, stream_log
 from orchestrator.errors import NotFoundError
 from orchestrator.settings import Settings
-from orchestrator.store.log_store import StoredLogFile
+from orchestrator.store.observe.log_store import StoredLogFile
 
 FOLLOW_SECONDS = 1.0
 

@@ -97,7 +97,7 @@ def cmd_users(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _tokens(args: argparse.Namespace, store: Any, now: Any, who: str) -> int:
-    from orchestrator.store.token_store import parse_expires  # the store: only when needed
+    from orchestrator.store.access.token_store import parse_expires  # the store: only when needed
 
     if args.action == "token":
         made = store.create_token(

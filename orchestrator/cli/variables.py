@@ -57,7 +57,7 @@ def register(sub: Any, parents: Parents) -> None:
 
 
 def cmd_variables(args: argparse.Namespace, settings: Settings) -> int:
-    from orchestrator.store.secret_box import box_of
+    from orchestrator.store.credentials.secret_box import box_of
 
     store = open_store(settings)
     now = SystemClock().now()

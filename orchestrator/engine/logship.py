@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from orchestrator.store.log_store import LogPiece
+from orchestrator.store.observe.log_store import LogPiece
 
 log = logging.getLogger(__name__)
 

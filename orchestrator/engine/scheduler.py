@@ -26,9 +26,9 @@ from orchestrator.clock import Clock
 from orchestrator.scheduling.misfire import data_intervals, plan
 from orchestrator.settings import Settings
 from orchestrator.store import Store
-from orchestrator.store.db import bounded_wait_ended
-from orchestrator.store.identity import DatabaseGoneError
-from orchestrator.store.run_progress import Started
+from orchestrator.store.core.db import bounded_wait_ended
+from orchestrator.store.core.identity import DatabaseGoneError
+from orchestrator.store.runs.run_progress import Started
 
 log = logging.getLogger(__name__)
 
@@ -97,7 +97,7 @@ class Scheduler:
             # it makes room for start in the same transaction
             self._acting(asked)
             result.reaped = self.store.reap_expired(now)
-            self.store.time_out_runs(now)  # dagrun_timeout (issue 14: store/run_timeout.py)
+            self.store.time_out_runs(now)  # dagrun_timeout (issue 14: store/runs/run_timeout.py)
             if self.on_release is not None and any(r[3] == "queued" for r in result.reaped):
                 self.on_release.set()  # lost tries are queued again at once: wake workers
             for _ in range(3):  # skips and failures propagate; a few passes settle them

@@ -39,7 +39,7 @@ from orchestrator.authoring.credentials import (
 )
 from orchestrator.engine.task_secrets import LOOKUP, Ask, is_lookup
 from orchestrator.errors import ConfigError, OrchestratorError
-from orchestrator.store.secret_box import box_of
+from orchestrator.store.credentials.secret_box import box_of
 
 log = logging.getLogger(__name__)
 

@@ -31,9 +31,9 @@ from orchestrator.authoring.context import TaskContext
 from orchestrator.authoring.spec import DagSpec, TaskSpec
 from orchestrator.engine.tasklog import CappedLog
 from orchestrator.store import Store
-from orchestrator.store.cross_dag import triggered_run_id
-from orchestrator.store.records import Claim
-from orchestrator.store.task_store import idempotency_key
+from orchestrator.store.assets.cross_dag import triggered_run_id
+from orchestrator.store.core.records import Claim
+from orchestrator.store.tasks.task_store import idempotency_key
 
 # the worker's outbox states of a sensor's outcome besides success and failure
 RESCHEDULE = "reschedule"  # not yet: payload is the earliest next poke (or None)

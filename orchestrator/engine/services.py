@@ -27,9 +27,9 @@ from orchestrator.engine.worker import Worker
 from orchestrator.observability.alerts.delivery import start_alert_thread
 from orchestrator.settings import Settings
 from orchestrator.store import Store
-from orchestrator.store.db import bounded_wait_ended, upgrade
-from orchestrator.store.identity import record_database, refuse_lost_database
-from orchestrator.store.secret_box import box_of
+from orchestrator.store.core.db import bounded_wait_ended, upgrade
+from orchestrator.store.core.identity import record_database, refuse_lost_database
+from orchestrator.store.credentials.secret_box import box_of
 
 log = logging.getLogger(__name__)
 

@@ -27,8 +27,8 @@ from orchestrator.engine.secrets_chain import SecretsChain, chain_asker
 from orchestrator.engine.task_secrets import masked_source
 from orchestrator.errors import ConfigError, Fail, NotFoundError, Skip
 from orchestrator.settings import Settings
-from orchestrator.store.run_rows import make_run_id
-from orchestrator.store.task_store import idempotency_key
+from orchestrator.store.runs.run_rows import make_run_id
+from orchestrator.store.tasks.task_store import idempotency_key
 
 
 def find_dag(settings: Settings, dag_id: str):  # -> DAG

@@ -43,10 +43,10 @@ from orchestrator.engine.task_hooks import try_state_of
 from orchestrator.engine.taskenv import EnvPolicy
 from orchestrator.settings import Settings
 from orchestrator.store import Store
-from orchestrator.store.db import bounded_wait_ended
-from orchestrator.store.identity import DatabaseGoneError
-from orchestrator.store.records import Claim
-from orchestrator.store.task_store import idempotency_key
+from orchestrator.store.core.db import bounded_wait_ended
+from orchestrator.store.core.identity import DatabaseGoneError
+from orchestrator.store.core.records import Claim
+from orchestrator.store.tasks.task_store import idempotency_key
 
 log = logging.getLogger(__name__)
 # a round waits up to GATHER_SECONDS for tries started in the last GATHER_RECENT seconds

@@ -54,7 +54,7 @@ def configure(level: str, fmt: str = "text", stream=None) -> None:  # noqa: ANN0
     """Set up the root logger for a CLI command (text: ``logging.basicConfig``)."""
     numeric = getattr(logging, level.upper(), logging.INFO)
     # Alembic's INFO lines (a "setup plugin" line per plugin, "Context impl ...") are
-    # its internals: shown at DEBUG only; store.db.upgrade logs what a migration did
+    # its internals: shown at DEBUG only; store.core.db.upgrade logs what a migration did
     logging.getLogger("alembic").setLevel(
         logging.DEBUG if numeric <= logging.DEBUG else logging.WARNING
     )

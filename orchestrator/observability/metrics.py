@@ -25,7 +25,7 @@ from prometheus_client.core import (
 from sqlalchemy import func, select
 
 from orchestrator.states import TASK_CLAIMABLE, RunState, TaskState
-from orchestrator.store import models as m
+from orchestrator.store.core import models as m
 
 BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0)
 TRY_OUTCOMES = {"success": "succeeded", "failed": "failed", "timeout": "failed",

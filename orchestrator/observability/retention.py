@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from orchestrator.errors import ConfigError
-from orchestrator.store.retention_store import CleanResult
+from orchestrator.store.cluster.retention_store import CleanResult
 
 _AGE = re.compile(r"^\s*(\d+)\s*([dhmw])\s*$")
 _UNITS = {"w": "weeks", "d": "days", "h": "hours", "m": "minutes"}

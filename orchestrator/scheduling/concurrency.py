@@ -1,6 +1,6 @@
 """Whether a ready task instance may be claimed now: ``depends_on_past``,
 ``max_active_tasks`` (per DAG) and ``max_active_tis_per_dag`` (per task), Airflow's
-names (issue 14). Pure code over facts the store gathers (store/concurrency.py); the
+names (issue 14). Pure code over facts the store gathers (store/tasks/concurrency.py); the
 claim and the explainer (``tasks why``, the UI) ask the same function, so what the
 explainer says is what the claim does.
 

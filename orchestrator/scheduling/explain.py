@@ -1,6 +1,6 @@
 """Why is this task not running? Why was no run created? Pure answers over facts.
 
-The store gathers the facts (:mod:`orchestrator.store.explain_store`); this module
+The store gathers the facts (:mod:`orchestrator.store.reads.explain_store`); this module
 only reads them, so every cause is unit-tested without a database and the CLI
 (``orchestrator tasks why``) and the web UI's task page show the same reasons.
 

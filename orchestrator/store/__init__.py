@@ -4,67 +4,40 @@ Its methods are named after transitions (``create_scheduled_runs``, ``release_re
 ``claim``, ``heartbeat``, ``finish_success``, ``reap_expired``...); each is a
 compare-and-set whose row count is checked. Records, not rows, leave it.
 
+The code is laid out by aggregate, each a subpackage over ``core/`` that imports only
+the aggregates below it (``tests/unit/test_layers.py``); ``Store`` is the one object
+callers hold, its methods coming from one class per aggregate. docs/architecture.md
+says which aggregate owns which table and which transitions cross aggregates.
+
 >>> store = Store("sqlite:///state/orchestrator.db")   # doctest: +SKIP
 >>> store.list_dags()                                   # doctest: +SKIP
 """
 
-from orchestrator.store.alert_store import AlertStore
-from orchestrator.store.asset_store import AssetStore
-from orchestrator.store.backfill_store import BackfillStore
-from orchestrator.store.claims import ClaimStore
-from orchestrator.store.cluster_store import ClusterStore
-from orchestrator.store.connection_store import ConnectionStore
-from orchestrator.store.cross_dag import CrossDagStore
-from orchestrator.store.dag_store import DagStore
-from orchestrator.store.events import EventStore
-from orchestrator.store.explain_store import ExplainStore
-from orchestrator.store.finish import FinishStore
-from orchestrator.store.handback import HandbackStore
-from orchestrator.store.leader import LeaderStore
-from orchestrator.store.log_store import LogStore
-from orchestrator.store.release import ReleaseStore
-from orchestrator.store.retention_store import RetentionStore
-from orchestrator.store.run_store import RunStore
-from orchestrator.store.run_timeout import RunTimeoutStore
-from orchestrator.store.sensor_store import SensorStore
-from orchestrator.store.task_outcomes import TaskOutcomeStore
-from orchestrator.store.task_store import TaskStore
-from orchestrator.store.token_store import TokenStore
-from orchestrator.store.ui_actions import UiActionStore
-from orchestrator.store.user_store import UserStore
-from orchestrator.store.variable_store import VariableStore
-from orchestrator.store.version_store import VersionStore
+from orchestrator.store.access import AccessAggregate
+from orchestrator.store.assets import AssetsAggregate
+from orchestrator.store.backfills import BackfillsAggregate
+from orchestrator.store.cluster import ClusterAggregate
+from orchestrator.store.credentials import CredentialsAggregate
+from orchestrator.store.dags import DagsAggregate
+from orchestrator.store.observe import ObserveAggregate
+from orchestrator.store.reads import ReadsAggregate
+from orchestrator.store.runs import RunsAggregate
+from orchestrator.store.tasks import TasksAggregate
 
 
 class Store(
-    ClaimStore,
-    BackfillStore,
-    DagStore,
-    RunStore,
-    TaskStore,
-    FinishStore,
-    ReleaseStore,
-    LeaderStore,
-    EventStore,
-    UiActionStore,
-    UserStore,
-    ClusterStore,
-    HandbackStore,
-    ExplainStore,
-    AlertStore,
-    RetentionStore,  # observability (issue 6)
-    LogStore,  # try logs shipped to the store (issue 17)
-    VersionStore,  # a DAG's stored versions (issue 17)
-    VariableStore,  # issue 16: variables
-    ConnectionStore,  # issue 16: connections
-    AssetStore,  # assets and asset events (issue 15)
-    TaskOutcomeStore,  # Skip / Fail (issue 14)
-    RunTimeoutStore,  # dagrun_timeout (issue 14)
-    TokenStore,  # API tokens (issue 17)
-    SensorStore,  # sensors (issue 15)
-    CrossDagStore,  # external sensors, triggering a DAG (issue 15)
+    TasksAggregate,
+    RunsAggregate,
+    BackfillsAggregate,
+    DagsAggregate,
+    AssetsAggregate,
+    CredentialsAggregate,
+    AccessAggregate,
+    ClusterAggregate,
+    ObserveAggregate,
+    ReadsAggregate,
 ):
-    """All the transitions and reads, one mixin per concept (one base per line)."""
+    """All the transitions and reads: one base per aggregate (``store/<aggregate>/``)."""
 
 
 __all__ = ["Store"]

@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import func, select
 
 from orchestrator.errors import ConfigError, NotFoundError
-from orchestrator.store import models as m
+from orchestrator.store.core import models as m
 
 PRODUCER = """
 from orchestrator import DAG, Asset, task

@@ -8,8 +8,9 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import event, insert, select
 
-from orchestrator.store import Store, claims, finish
-from orchestrator.store import models as m
+from orchestrator.store import Store
+from orchestrator.store.core import models as m
+from orchestrator.store.tasks import claims, finish
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 

@@ -19,8 +19,8 @@ from orchestrator.cli.common import cli_actor
 from orchestrator.errors import ConfigError
 from orchestrator.settings import Settings
 from orchestrator.store import Store
-from orchestrator.store.db import upgrade
-from orchestrator.store.run_rows import make_run_id
+from orchestrator.store.core.db import upgrade
+from orchestrator.store.runs.run_rows import make_run_id
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -170,7 +170,7 @@ def test_bad_arguments_exit_2_with_one_line(env, capsys, argv, message):
 
 def test_the_cli_and_the_store_check_pool_names_alike():
     from orchestrator.cli.common import POOL_NAME as cli_pattern
-    from orchestrator.store.claims import POOL_NAME
+    from orchestrator.store.tasks.claims import POOL_NAME
 
     assert cli_pattern.pattern == POOL_NAME.pattern
 

@@ -9,7 +9,7 @@ import os
 import pytest
 
 from orchestrator.cli import main
-from orchestrator.store.secret_box import box_of
+from orchestrator.store.credentials.secret_box import box_of
 
 URI = "postgresql://etl:s3cret-pw@db.internal:5432/sales"
 
@@ -195,7 +195,7 @@ def test_connections_add_reads_the_password_from_stdin(cli, store, settings, mon
 def test_db_upgrade_makes_the_key_file_once(cli, settings):
     from pathlib import Path
 
-    from orchestrator.store.secret_box import create_key_file, read_key_file
+    from orchestrator.store.credentials.secret_box import create_key_file, read_key_file
 
     path = Path(settings.state_dir) / "secrets_key"
     assert not path.exists()

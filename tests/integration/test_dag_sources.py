@@ -9,7 +9,7 @@ from sqlalchemy import func, select
 
 from orchestrator import DAG
 from orchestrator.authoring.spec import serialize_dag
-from orchestrator.store import models as m
+from orchestrator.store.core import models as m
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 

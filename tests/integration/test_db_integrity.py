@@ -28,9 +28,9 @@ from orchestrator.engine.services import prepare_database
 from orchestrator.errors import ConfigError
 from orchestrator.settings import Settings
 from orchestrator.store import Store
-from orchestrator.store import models as m
-from orchestrator.store.db import bounded_wait_ended
-from orchestrator.store.identity import RECORD_FILE, DatabaseGoneError
+from orchestrator.store.core import models as m
+from orchestrator.store.core.db import bounded_wait_ended
+from orchestrator.store.core.identity import RECORD_FILE, DatabaseGoneError
 
 ONE_TASK = """
 from orchestrator import DAG, task
@@ -211,7 +211,7 @@ def test_a_deleted_sqlite_file_stops_every_write_and_the_scheduler(
     run_id = _run_with_queued_task(harness, write_dag)
     os.unlink(make_url(database_url).database)
     with (
-        caplog.at_level(logging.CRITICAL, logger="orchestrator.store.identity"),
+        caplog.at_level(logging.CRITICAL, logger="orchestrator.store.core.identity"),
         pytest.raises(DatabaseGoneError, match="was deleted while in use; the scheduler"),
     ):
         harness.tick()

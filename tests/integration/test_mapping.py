@@ -271,7 +271,7 @@ def test_clearing_the_source_re_expands_and_one_instance_reruns_alone(harness: H
     # the source with its downstream, with a new length: expanded again
     first_id = loads[0].id
     with harness.store.write() as conn:  # the source now lists 2 files
-        from orchestrator.store import models as m
+        from orchestrator.store.core import models as m
 
         conn.execute(
             m.dag_runs.update().where(m.dag_runs.c.run_id == run.run_id).values(conf='{"n": 2}')
@@ -312,7 +312,7 @@ def _ready_to_expand(harness: Harness, write_dag, n: int):
     files = json.dumps([f"f{i}" for i in range(n)])
     # record the success without its release: the placeholder waits to be expanded
     with harness.store.write() as conn:
-        from orchestrator.store import models as m
+        from orchestrator.store.core import models as m
 
         conn.execute(
             m.task_instances.update()
@@ -325,7 +325,7 @@ def _ready_to_expand(harness: Harness, write_dag, n: int):
 
 
 def test_expansion_happens_once_however_often_it_is_asked(harness: Harness, write_dag):
-    from orchestrator.store.expansion import expand_locked
+    from orchestrator.store.tasks.expansion import expand_locked
 
     run, run_pk, spec = _ready_to_expand(harness, write_dag, 50)
     now = harness.clock.now()
@@ -341,7 +341,7 @@ def test_expansion_happens_once_however_often_it_is_asked(harness: Harness, writ
 def test_racing_expansions_create_each_instance_exactly_once(harness: Harness, write_dag):
     import threading
 
-    from orchestrator.store.expansion import expand_locked
+    from orchestrator.store.tasks.expansion import expand_locked
 
     run, run_pk, spec = _ready_to_expand(harness, write_dag, 2000)
     now = harness.clock.now()
@@ -372,7 +372,7 @@ def test_the_unique_key_refuses_a_second_instance_with_one_map_index(harness: Ha
     from sqlalchemy import insert
     from sqlalchemy.exc import IntegrityError
 
-    from orchestrator.store import models as m
+    from orchestrator.store.core import models as m
 
     run, run_pk, spec = _ready_to_expand(harness, write_dag, 3)
     harness.tick()
@@ -459,7 +459,7 @@ def test_migration_0012_keeps_task_instances_and_tries_on_sqlite(sqlite_url):
 
     from sqlalchemy import text
 
-    from orchestrator.store.db import make_engine, upgrade
+    from orchestrator.store.core.db import make_engine, upgrade
 
     path = sqlite_url.removeprefix("sqlite:///")
     os.remove(path)
@@ -506,14 +506,14 @@ def test_migration_0012_keeps_task_instances_and_tries_on_sqlite(sqlite_url):
     engine.dispose()
     from alembic import command
 
-    from orchestrator.store.db import alembic_config
+    from orchestrator.store.core.db import alembic_config
 
     command.downgrade(alembic_config(sqlite_url), "0011")
     assert counts() == [1, 1, 1, []]
 
 
 def test_a_run_cleared_whole_expands_its_mapped_tasks_again(harness: Harness, write_dag):
-    from orchestrator.store.backfill_store import clear_run_in
+    from orchestrator.store.backfills.backfill_store import clear_run_in
 
     write_dag("load_files.py", LOAD_FILES)
     harness.parse()

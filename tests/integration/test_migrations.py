@@ -14,8 +14,8 @@ from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import create_engine, inspect, text
 
-from orchestrator.store.db import alembic_config, make_engine, upgrade
-from orchestrator.store.models import metadata
+from orchestrator.store.core.db import alembic_config, make_engine, upgrade
+from orchestrator.store.core.models import metadata
 
 PG_ADMIN_URL = os.environ.get(
     "ORCHESTRATOR_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"

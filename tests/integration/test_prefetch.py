@@ -13,7 +13,7 @@ from sqlalchemy import func, select, update
 
 from orchestrator.engine import worker as worker_module
 from orchestrator.engine.worker import Worker
-from orchestrator.store import models as m
+from orchestrator.store.core import models as m
 
 LEASE = timedelta(seconds=30)
 ti = m.task_instances

@@ -12,8 +12,8 @@ from sqlalchemy import select, text
 
 from orchestrator.engine.scheduler import Scheduler
 from orchestrator.store import Store
-from orchestrator.store import models as m
-from orchestrator.store.base import lock_runs
+from orchestrator.store.core import models as m
+from orchestrator.store.core.base import lock_runs
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
 LEASE = timedelta(seconds=30)

@@ -40,7 +40,7 @@ def test_a_manual_run_never_blocks_the_scheduled_run_of_the_same_time(harness, w
     assert ("scheduled", START + timedelta(hours=1)) in runs  # not displaced, not blocked
     assert store.get_run(manual.run_id).run_type == "manual"
     # a second scheduled or backfill run for that time is refused by the database
-    from orchestrator.store.run_rows import insert_run
+    from orchestrator.store.runs.run_rows import insert_run
 
     spec = store.current_spec("h")
     with store.write() as conn:
@@ -290,7 +290,7 @@ def test_migration_0002_keeps_existing_runs_task_instances_and_tries(sqlite_url)
     """SQLite must recreate dag_runs; the cascade must not take the children with it."""
     from sqlalchemy import text
 
-    from orchestrator.store.db import make_engine, upgrade
+    from orchestrator.store.core.db import make_engine, upgrade
 
     path = sqlite_url.removeprefix("sqlite:///")
     import os

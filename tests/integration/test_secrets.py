@@ -14,7 +14,7 @@ from sqlalchemy import inspect, text
 
 from orchestrator.authoring.credentials import Connection
 from orchestrator.errors import ConfigError
-from orchestrator.store.secret_box import SecretsKeyError, box_of, load_box
+from orchestrator.store.credentials.secret_box import SecretsKeyError, box_of, load_box
 
 PASSWORD = "pA55-w0rd/with@odd:chars"
 TOKEN = "tok-9f8e7d6c5b4a"

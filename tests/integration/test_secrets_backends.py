@@ -13,7 +13,7 @@ from orchestrator.authoring.credentials import Connection
 from orchestrator.engine.secrets_chain import SecretsChain, load_backend
 from orchestrator.engine.secrets_files import FilesSecretsBackend
 from orchestrator.errors import ConfigError
-from orchestrator.store.secret_box import box_of
+from orchestrator.store.credentials.secret_box import box_of
 
 FILES = "orchestrator.engine.secrets_files:FilesSecretsBackend"
 

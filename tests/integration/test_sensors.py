@@ -331,7 +331,7 @@ def test_migration_0015_keeps_task_instances_and_their_tries(sqlite_url):
     cascade-delete every try."""
     from sqlalchemy import text
 
-    from orchestrator.store.db import make_engine, upgrade
+    from orchestrator.store.core.db import make_engine, upgrade
 
     os.remove(sqlite_url.removeprefix("sqlite:///"))
     upgrade(sqlite_url, "0014")

@@ -15,8 +15,8 @@ from sqlalchemy import insert, select
 from sqlalchemy.exc import IntegrityError
 
 from orchestrator.store import Store
-from orchestrator.store import models as m
-from orchestrator.store.run_rows import insert_run
+from orchestrator.store.core import models as m
+from orchestrator.store.runs.run_rows import insert_run
 
 LEASE = timedelta(seconds=30)
 

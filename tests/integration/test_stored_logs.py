@@ -14,8 +14,8 @@ from sqlalchemy import func, select
 
 from orchestrator.cli import main
 from orchestrator.observability.retention import clean
-from orchestrator.store import models as m
-from orchestrator.store.log_store import LogPiece, StoredLogFile
+from orchestrator.store.core import models as m
+from orchestrator.store.observe.log_store import LogPiece, StoredLogFile
 from tests.helpers import Harness
 from webui import create_app
 from webui.logs import read_try_log

@@ -11,7 +11,7 @@ from sqlalchemy import update
 
 from orchestrator.scheduling.explain import explain_task
 from orchestrator.store import Store
-from orchestrator.store import models as m
+from orchestrator.store.core import models as m
 
 LEASE = timedelta(seconds=60)
 STALE = timedelta(seconds=30)

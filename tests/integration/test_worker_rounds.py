@@ -12,7 +12,7 @@ from sqlalchemy import select
 
 from orchestrator.engine import worker as worker_module
 from orchestrator.engine.worker import Worker, _Slot
-from orchestrator.store import models as m
+from orchestrator.store.core import models as m
 
 
 def test_run_forever_starts_its_children_and_registers_before_it_claims(store, clock, settings):

@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 import pytest
 from sqlalchemy import select
 
-from orchestrator.store import models as m
+from orchestrator.store.core import models as m
 from tests.system.cluster import cluster, wait_for
 from tests.system.test_cluster import FAST
 

@@ -169,7 +169,7 @@ def test_the_client_against_a_live_webserver(settings, store, write_dag, tmp_pat
 def _workers_registered(store) -> int:
     from sqlalchemy import func, select
 
-    from orchestrator.store import models as m
+    from orchestrator.store.core import models as m
 
     with store.read() as conn:
         return conn.execute(select(func.count()).select_from(m.workers)).scalar_one()

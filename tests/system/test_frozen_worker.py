@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import func, select
 
-from orchestrator.store import models as m
+from orchestrator.store.core import models as m
 from tests.system.cluster import cluster, wait_for
 from tests.system.test_cluster import pg_settings, pg_store  # noqa: F401 - fixtures
 

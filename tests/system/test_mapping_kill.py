@@ -11,7 +11,7 @@ import time
 import pytest
 
 from orchestrator.clock import SystemClock
-from orchestrator.store import models as m
+from orchestrator.store.core import models as m
 from tests.system.cluster import cluster, wait_for
 
 pytestmark = pytest.mark.system

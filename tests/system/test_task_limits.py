@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import select
 
-from orchestrator.store import models as m
+from orchestrator.store.core import models as m
 from tests.system.cluster import cluster, wait_for
 from tests.system.test_cluster import FAST, pg_settings, pg_store  # noqa: F401 - fixtures
 

@@ -134,7 +134,7 @@ def test_an_editable_install_finds_the_web_ui_and_migrations_in_the_checkout(
     probe = (
         "import importlib.util\n"
         "from orchestrator.engine.services import web_ui\n"
-        "from orchestrator.store.db import migrations_dir\n"
+        "from orchestrator.store.core.db import migrations_dir\n"
         "print(web_ui().__name__, web_ui('server').__file__, migrations_dir())\n"
         "print(importlib.util.find_spec('webui'))\n"
     )

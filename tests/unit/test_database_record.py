@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import multiprocessing
 
-from orchestrator.store.identity import record_database
+from orchestrator.store.core.identity import record_database
 
 
 def _record_many(state_dir: str, who: int, go) -> None:  # noqa: ANN001

@@ -11,6 +11,7 @@ import ast
 from pathlib import Path
 
 import networkx as nx
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -132,17 +133,139 @@ def test_scheduling_imports_no_database_and_no_processes():
                 assert not name.startswith(forbidden), f"{path.name} imports {name}"
 
 
+# store/ by aggregate (docs/architecture.md): a subpackage imports core/ and only the
+# aggregates ranked below it; the package itself (the one Store) imports them all
+STORE_RANK = {
+    "core": 0,  # engines, schema, records, identity, transaction helpers
+    "observe": 1,  # events, alerts, shipped logs: written by everyone above
+    "credentials": 1,
+    "access": 1,
+    "cluster": 1,
+    "runs": 2,  # inserting, starting and finishing runs
+    "assets": 3,  # an asset event's run is inserted through runs/
+    "tasks": 4,  # a success records outlet events (assets/), finishes runs (runs/)
+    "dags": 5,  # saving a DAG registers its assets (assets/)
+    "backfills": 5,  # a backfill's rerun clears task instances (tasks/)
+    "reads": 6,  # pages, grids, metrics and the explainer read across the aggregates
+}
+STORE_ALLOWED: set[tuple[str, str]] = set()  # exceptions, each with its reason
+
+
+def _aggregate(module: str) -> str | None:
+    parts = module.split(".")
+    if parts[:2] == ["orchestrator", "store"] and len(parts) > 2:
+        return parts[2]
+    return None
+
+
+def store_upward_imports(graph: nx.DiGraph) -> list[str]:
+    """Imports between store subpackages that do not go strictly down STORE_RANK."""
+    bad = []
+    for a, b, data in graph.edges(data=True):
+        sa, sb = _aggregate(a), _aggregate(b)
+        if sa is None or sb is None or sa == sb or (a, b) in STORE_ALLOWED:
+            continue
+        if STORE_RANK[sb] >= STORE_RANK[sa]:
+            bad.append(f"{a} ({sa}) imports {b} ({sb}) at line {data['line']}")
+    return bad
+
+
+def test_every_store_module_sits_in_a_ranked_aggregate():
+    stray = [
+        name
+        for name in _modules()
+        if name.startswith("orchestrator.store.") and _aggregate(name) not in STORE_RANK
+    ]
+    assert stray == []
+
+
+def test_imports_inside_the_store_only_go_down_its_aggregates():
+    graph = import_graph()
+    assert store_upward_imports(graph) == []
+    bad = graph.copy()
+    bad.add_edge("orchestrator.store.runs.run_store", "orchestrator.store.tasks.claims", line=3)
+    assert store_upward_imports(bad) == [
+        "orchestrator.store.runs.run_store (runs) imports orchestrator.store.tasks.claims "
+        "(tasks) at line 3"
+    ]
+
+
+def _imported_names(path: Path) -> list[tuple[str, int]]:
+    names = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names += [(f"{node.module}.{a.name}", node.lineno) for a in node.names]
+        elif isinstance(node, ast.Import):
+            names += [(a.name, node.lineno) for a in node.names]
+    return names
+
+
+# outside the store, SQLAlchemy only for its exception types and for parsing URLs
+SQLALCHEMY_OUTSIDE = ("sqlalchemy.exc", "sqlalchemy.engine.make_url", "sqlalchemy.engine.url")
+
+
+def _shown(path: Path) -> str:
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else path.name
+
+
+def outside_store_sql(paths: list[Path]) -> list[str]:
+    bad = []
+    for path in paths:
+        for name, line in _imported_names(path):
+            models = name.startswith("orchestrator.store.core.models")
+            sql = name.split(".")[0] == "sqlalchemy" and not name.startswith(SQLALCHEMY_OUTSIDE)
+            if models or sql:
+                bad.append(f"{_shown(path)}:{line} imports {name}")
+    return sorted(set(bad))
+
+
+def _outside_store() -> list[Path]:
+    return [
+        p
+        for top in ("orchestrator", "webui")
+        for p in (ROOT / top).rglob("*.py")
+        if "store" not in p.relative_to(ROOT).parts[:2]
+    ]
+
+
+@pytest.mark.xfail(
+    strict=True, reason="issue 23 item 4: webui/cli/metrics reads move into store/reads/"
+)
+def test_only_the_store_reads_the_tables():
+    assert outside_store_sql(_outside_store()) == []
+
+
+def test_the_table_check_sees_a_query_outside_the_store(tmp_path: Path):
+    page = tmp_path / "page.py"
+    page.write_text(
+        "from sqlalchemy import select\n"
+        "from sqlalchemy.exc import OperationalError\n"
+        "from sqlalchemy.engine import make_url\n"
+        "import sqlalchemy\n"
+        "from orchestrator.store.core import models as m\n"
+    )
+    assert outside_store_sql([page]) == [
+        "page.py:1 imports sqlalchemy.select",
+        "page.py:4 imports sqlalchemy",
+        "page.py:5 imports orchestrator.store.core.models",
+    ]
+
+
 def test_the_checker_sees_an_upward_import():
     """The rule above is live: the real tree's graph is read, and an upward import
     added to it is listed."""
     graph = import_graph()
     bad = graph.copy()
-    bad.add_edge("orchestrator.scheduling.retry", "orchestrator.store.claims", line=7)
+    bad.add_edge("orchestrator.scheduling.retry", "orchestrator.store.tasks.claims", line=7)
     assert upward_imports(bad) == [
-        "orchestrator.scheduling.retry (scheduling) imports orchestrator.store.claims (store) "
+        "orchestrator.scheduling.retry (scheduling) imports orchestrator.store.tasks.claims (store) "
         "at line 7"
     ]
-    assert graph.has_edge("orchestrator.store.release", "orchestrator.scheduling.trigger_rules")
-    assert RANK[_layer("orchestrator.engine.worker")] > RANK[_layer("orchestrator.store.claims")]
+    assert graph.has_edge(
+        "orchestrator.store.tasks.release", "orchestrator.scheduling.trigger_rules"
+    )
+    assert (
+        RANK[_layer("orchestrator.engine.worker")] > RANK[_layer("orchestrator.store.tasks.claims")]
+    )
     assert _layer("webui.views.api") == "webui" and _layer("orchestrator.settings") == "ground"
     assert graph.has_edge("webui.views.api", "webui.current")  # a relative import

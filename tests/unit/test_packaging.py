@@ -72,7 +72,7 @@ def test_the_engine_finds_the_web_ui_beside_its_own_package():
 def test_the_migrations_are_found_without_alembic_ini():
     from alembic.script import ScriptDirectory
 
-    from orchestrator.store.db import alembic_config, migrations_dir
+    from orchestrator.store.core.db import alembic_config, migrations_dir
 
     assert Path(migrations_dir()) == ROOT / "migrations"
     config = alembic_config("sqlite://")

@@ -22,8 +22,8 @@ from orchestrator import DAG, task
 from orchestrator.authoring.spec import serialize_dag
 from orchestrator.settings import Settings
 from orchestrator.store import Store
-from orchestrator.store import models as m
-from orchestrator.store.records import RunRecord
+from orchestrator.store.core import models as m
+from orchestrator.store.core.records import RunRecord
 from webui import create_app
 
 START = datetime(2026, 1, 1, tzinfo=UTC)  # as in tests/conftest.py

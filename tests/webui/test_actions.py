@@ -6,7 +6,7 @@ import pytest
 from conftest import START, build_shell_dag  # noqa: I001  (tests/webui/conftest.py)
 from sqlalchemy import select
 
-from orchestrator.store import models as m
+from orchestrator.store.core import models as m
 from webui import create_app
 
 FORM_ACTIONS = [

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 
 from orchestrator import DAG
 from orchestrator.authoring.spec import serialize_dag
-from orchestrator.store.secret_box import box_of
+from orchestrator.store.credentials.secret_box import box_of
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
 PASSWORD = "s3cret-pw-value"

@@ -10,7 +10,7 @@ from sqlalchemy import create_engine, text
 
 from orchestrator.settings import Settings
 from orchestrator.store import Store
-from orchestrator.store.db import DbOptions
+from orchestrator.store.core.db import DbOptions
 from tests.webui.conftest import START, build_dag
 from webui import create_app
 

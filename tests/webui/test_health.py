@@ -12,7 +12,7 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
 from orchestrator.store import Store
-from orchestrator.store.identity import DatabaseGoneError
+from orchestrator.store.core.identity import DatabaseGoneError
 from tests.webui.conftest import START
 from webui import create_app
 

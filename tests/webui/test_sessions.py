@@ -12,7 +12,7 @@ from conftest import START  # noqa: I001  (tests/webui/conftest.py)
 from flask.testing import FlaskClient
 from sqlalchemy import select
 
-from orchestrator.store import models as m
+from orchestrator.store.core import models as m
 from webui import create_app
 
 PASSWORD = "long enough password"

@@ -16,8 +16,8 @@ from sqlalchemy import select
 from test_actions import snapshot
 
 from orchestrator.errors import ConfigError, NotFoundError
-from orchestrator.store import models as m
-from orchestrator.store import token_store
+from orchestrator.store.access import token_store
+from orchestrator.store.core import models as m
 from webui import create_app
 
 PASSWORD = "long enough password"

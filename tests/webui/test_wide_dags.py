@@ -11,7 +11,7 @@ from conftest import START  # noqa: I001  (tests/webui/conftest.py)
 
 from orchestrator import DAG, task
 from orchestrator.authoring.spec import serialize_dag
-from orchestrator.store.records import TaskInstanceRecord, TryRecord
+from orchestrator.store.core.records import TaskInstanceRecord, TryRecord
 from webui import create_app, data, graph_layout
 
 

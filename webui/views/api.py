@@ -9,7 +9,7 @@ from typing import Any
 from flask import Blueprint, current_app, jsonify, request
 from werkzeug.wrappers import Response
 
-from orchestrator.store.records import DagRecord
+from orchestrator.store.core.records import DagRecord
 
 from .. import data, mapped, queries
 from ..current import get_settings, get_store, now

@@ -16,7 +16,7 @@ from werkzeug.wrappers import Response
 
 from orchestrator.authoring.credentials import Connection, connection_from_fields
 from orchestrator.errors import ConfigError, OrchestratorError
-from orchestrator.store.secret_box import box_of
+from orchestrator.store.credentials.secret_box import box_of
 
 from ..current import get_settings, get_store, now
 from ..inputs import form_choice

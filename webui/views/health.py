@@ -32,7 +32,7 @@ from typing import Any
 from flask import Blueprint, current_app, jsonify
 from werkzeug.wrappers import Response
 
-from orchestrator.store.identity import sqlite_path
+from orchestrator.store.core.identity import sqlite_path
 
 from ..current import get_settings, get_store, now
 from ..queries import health_facts

@@ -23,8 +23,8 @@ from orchestrator.authoring.spec import DagSpec
 from orchestrator.errors import NotFoundError
 from orchestrator.settings import Settings
 from orchestrator.store import Store
-from orchestrator.store.alert_store import AlertRecord
-from orchestrator.store.records import EventRecord
+from orchestrator.store.core.records import EventRecord
+from orchestrator.store.observe.alert_store import AlertRecord
 
 log = logging.getLogger(__name__)
 CURSOR = "watchdog"
