@@ -1,4 +1,4 @@
-"""Imported by the worker's forkserver at its start (a preload module, ``worker.mp_context``):
+"""Imported by the worker's forkserver at its start (a preload module, ``task_processes.mp_context``):
 the forkserver's starting environment, which every task process it forks would
 inherit and could read in ``/proc/self/environ``, is wiped (``start_environ``)."""
 

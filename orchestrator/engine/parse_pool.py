@@ -30,8 +30,8 @@ from typing import Any
 
 from orchestrator.authoring.loader import display_path
 from orchestrator.engine.runner import parse_server
+from orchestrator.engine.task_processes import describe_exit
 from orchestrator.engine.taskenv import EnvPolicy
-from orchestrator.engine.worker import _describe_exit
 
 Payload = dict[str, Any]
 
@@ -144,7 +144,7 @@ class ParsePool:
                     child.process.join(5)
                     done.append((path, {
                         "error": f"{display_path(path)}: the interpreter crashed "
-                        f"while importing this file ({_describe_exit(child.process.exitcode)})"
+                        f"while importing this file ({describe_exit(child.process.exitcode)})"
                     }))  # fmt: skip
             elif time.monotonic() > child.deadline:
                 done.append((path, {

@@ -27,8 +27,8 @@ from typing import Any
 from orchestrator.authoring.loader import display_path
 from orchestrator.engine.parse_pool import ParsePool
 from orchestrator.engine.start_environ import hide_start_environment
+from orchestrator.engine.task_processes import mp_context
 from orchestrator.engine.taskenv import EnvPolicy
-from orchestrator.engine.worker import mp_context
 from orchestrator.settings import Settings
 from orchestrator.store import Store
 

@@ -11,7 +11,7 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import func, select, update
 
-from orchestrator.engine import worker as worker_module
+from orchestrator.engine import worker_prefetch as worker_module
 from orchestrator.engine.worker import Worker
 from orchestrator.store.core import models as m
 

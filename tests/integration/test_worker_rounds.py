@@ -10,8 +10,9 @@ from types import SimpleNamespace
 import pytest
 from sqlalchemy import select
 
-from orchestrator.engine import worker as worker_module
-from orchestrator.engine.worker import Worker, _Slot
+from orchestrator.engine import worker_rounds as worker_module
+from orchestrator.engine.task_processes import TaskSlot
+from orchestrator.engine.worker import Worker
 from orchestrator.store.core import models as m
 
 
@@ -36,7 +37,7 @@ def test_run_forever_starts_its_children_and_registers_before_it_claims(store, c
 
 def _busy_slot(ctx, started: float):
     ours, theirs = ctx.Pipe()
-    slot = _Slot(SimpleNamespace(sentinel=-1), ours, claim=None, started=started)
+    slot = TaskSlot(SimpleNamespace(sentinel=-1), ours, claim=None, started=started)
     return slot, theirs
 
 

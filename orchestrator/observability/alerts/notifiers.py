@@ -100,7 +100,7 @@ def callback_child(
 def send_callback(
     target: list[str], payload: dict[str, Any], timeout: float, env_policy: Any = None
 ) -> None:
-    from orchestrator.engine.worker import mp_context
+    from orchestrator.engine.task_processes import mp_context
 
     ctx = mp_context()
     parent, child = ctx.Pipe(duplex=False)

@@ -1,0 +1,129 @@
+"""The worker's task processes: long-lived children started from a forkserver, one try
+at a time each, and the channel protocol between them and the worker.
+
+A child is killed and replaced when a try times out, crashes it, loses its lease, or
+something other than the child speaks on its channel (a process the task forked).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import os
+import signal
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from typing import Any
+
+from orchestrator.engine.proctree import kill_tree
+from orchestrator.engine.runner import task_child
+from orchestrator.store.core.records import Claim
+
+
+def mp_context() -> Any:
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(
+        [
+            "orchestrator.engine.forkserver_init",  # first: no task inherits its environ
+            "orchestrator.engine.runner",
+            "orchestrator.authoring.dag",
+            "orchestrator.authoring.context",
+        ]
+    )
+    return ctx
+
+
+@dataclass
+class TaskSlot:
+    process: Any
+    conn: Connection
+    claim: Claim | None = None
+    deadline: float | None = None  # monotonic
+    timeout: float | None = None  # seconds, for the message
+    confirmed: float = 0.0  # monotonic time the lease was last confirmed (claim, heartbeat)
+    started: float = 0.0  # monotonic time the current try was handed to the child
+
+    def kill(self) -> None:
+        """Kill the task child, its process group and every process it started."""
+        pid = self.process.pid
+        if pid and self.process.exitcode is None:
+            kill_tree(pid)
+        elif pid:  # dead already: what is left of its process group
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pid, signal.SIGKILL)
+        self.process.join(5)
+        self.conn.close()
+
+
+class TaskProcesses:
+    """Starting, reusing and replacing the task processes (``Worker``'s idle and busy slots)."""
+
+    def _spawn(self) -> TaskSlot:
+        parent, child = self._ctx.Pipe()
+        process = self._ctx.Process(
+            target=task_child, args=(child, self._env_policy), daemon=True, name="task-runner"
+        )
+        process.start()
+        child.close()
+        return TaskSlot(process, parent)
+
+    def _free_slot(self) -> TaskSlot:
+        while self._idle:
+            slot = self._idle.pop()
+            if slot.process.is_alive() and not slot.conn.poll():
+                return slot
+            # dead, or something spoke on the channel of an idle child: not to be trusted
+            slot.kill()
+        return self._spawn()
+
+    def warm_up(self) -> None:
+        """Start the task children now, so the first tries do not wait for them
+        (``run_forever`` calls this before it registers and claims)."""
+        while len(self._idle) + len(self._busy) < self.concurrency:
+            self._idle.append(self._spawn())
+
+    @property
+    def running(self) -> int:
+        return len(self._busy)
+
+
+def outcome_of(message: Any, tag: tuple[int, int], pid: int | None) -> dict[str, Any] | None:
+    """The outcome in a task child's reply, if it is the reply of that child (``pid``)
+    for this try (``tag``); None for anything else (the protocol is broken)."""
+    if (
+        type(message) is tuple
+        and len(message) == 3
+        and message[0] == tag
+        and message[1] == pid
+        and type(message[2]) is dict
+        and "ok" in message[2]
+    ):
+        return message[2]
+    return None
+
+
+def protocol_error(message: Any, pid: int | None) -> str:
+    if isinstance(message, Exception):
+        what = f"an unreadable message ({type(message).__name__}: {message})"
+    elif type(message) is tuple and len(message) == 3 and message[1] != pid:
+        what = f"a message from pid {message[1]!r}, not from the task process (pid {pid})"
+    elif type(message) is tuple and len(message) == 3:
+        what = f"a reply for another try ({message[0]!r})"
+    else:
+        what = f"a malformed message ({type(message).__name__})"
+    return (
+        f"the task process channel carried {what}: a process the task started (a fork?) "
+        "wrote to it, so no outcome of this try can be trusted; the task process was "
+        "killed and replaced"
+    )
+
+
+def describe_exit(code: int | None) -> str:
+    if code is None:
+        return "no exit status"
+    if code < 0:
+        try:
+            return f"killed by signal {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exited with code {code}"
