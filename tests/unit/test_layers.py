@@ -141,12 +141,12 @@ STORE_RANK = {
     "credentials": 1,
     "access": 1,
     "cluster": 1,
-    "runs": 2,  # inserting, starting and finishing runs
-    "assets": 3,  # an asset event's run is inserted through runs/
-    "tasks": 4,  # a success records outlet events (assets/), finishes runs (runs/)
-    "dags": 5,  # saving a DAG registers its assets (assets/)
-    "backfills": 5,  # a backfill's rerun clears task instances (tasks/)
-    "reads": 6,  # pages, grids, metrics and the explainer read across the aggregates
+    "dags": 2,  # DAG rows and versions (every transition reads a version's spec)
+    "runs": 3,  # inserting, starting and finishing runs
+    "assets": 4,  # an asset event's run is inserted through runs/
+    "tasks": 5,  # a success records outlet events (assets/), finishes runs (runs/)
+    "backfills": 6,  # a backfill's rerun clears task instances (tasks/)
+    "reads": 7,  # pages, grids, metrics and the explainer read across the aggregates
 }
 STORE_ALLOWED: set[tuple[str, str]] = set()  # exceptions, each with its reason
 
@@ -188,6 +188,51 @@ def test_imports_inside_the_store_only_go_down_its_aggregates():
         "orchestrator.store.runs.run_store (runs) imports orchestrator.store.tasks.claims "
         "(tasks) at line 3"
     ]
+
+
+def _store_methods() -> dict[str, str]:
+    """Every method of a store class (``...Store``), by name: its aggregate."""
+    owner = {}
+    for path in (ROOT / "orchestrator" / "store").rglob("*.py"):
+        agg = _aggregate(_module_name(path))
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.ClassDef) and node.name.endswith("Store"):
+                for item in node.body:
+                    if isinstance(item, ast.FunctionDef):
+                        owner[item.name] = agg
+    return owner
+
+
+def store_upward_calls(paths: list[Path], owner: dict[str, str]) -> list[str]:
+    """Calls of ``self.<method>`` / ``store.<method>`` from one aggregate to a method of an
+    aggregate not ranked below it: the Store's one face hides them from the import graph."""
+    bad = []
+    for path in paths:
+        here = _aggregate(_module_name(path)) if path.is_relative_to(ROOT) else path.parent.name
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and isinstance(node.func.value, ast.Name)
+                and node.func.value.id in ("self", "store")
+            ):
+                continue
+            there = owner.get(node.func.attr)
+            if there and there != here and STORE_RANK[there] >= STORE_RANK[here]:
+                bad.append(
+                    f"{_shown(path)}:{node.lineno} ({here}) calls {there}'s {node.func.attr}"
+                )
+    return bad
+
+
+def test_store_methods_called_through_self_only_go_down_the_aggregates(tmp_path: Path):
+    owner = _store_methods()
+    inner = [p for p in (ROOT / "orchestrator" / "store").rglob("*.py") if p.parent.name != "store"]
+    assert store_upward_calls(inner, owner) == []
+    probe = tmp_path / "runs" / "probe.py"
+    probe.parent.mkdir()
+    probe.write_text("def f(self):\n    return self.claim(1)\n")
+    assert store_upward_calls([probe], owner) == ["probe.py:2 (runs) calls tasks's claim"]
 
 
 def _imported_names(path: Path) -> list[tuple[str, int]]:

@@ -5,8 +5,8 @@ from orchestrator.store.assets.cross_dag import CrossDagStore
 
 
 class AssetsAggregate(AssetStore, CrossDagStore):
-    """Tables ``assets``, ``asset_refs``, ``asset_events``, ``asset_queue``,
-    ``asset_run_events``."""
+    """Tables ``asset_events``, ``asset_queue``, ``asset_run_events`` (and ``assets`` rows
+    first named by an event)."""
 
 
 __all__ = ["AssetsAggregate"]

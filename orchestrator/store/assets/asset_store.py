@@ -1,8 +1,7 @@
-"""Assets: registering them, recording events, and creating the runs they trigger.
+"""Assets: recording events, and creating the runs they trigger.
 
 * **Registering.** Saving a DAG version upserts every asset it names and replaces the
-  DAG's ``asset_refs`` (producer: a task with the asset in ``outlets``; consumer: the
-  DAG's asset schedule names it) in the same transaction (:func:`register_assets`).
+  DAG's ``asset_refs`` in the same transaction (``store/dags/asset_refs.py``).
 * **Events.** A successful try with ``outlets`` records one event per asset in its
   fenced success transaction (:func:`record_outlet_events`, called from
   ``finish.py`` for the successes that were written, so a stale worker records none);
@@ -22,13 +21,10 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, delete, func, insert, literal, select, update
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy import Connection, bindparam, delete, func, insert, literal, select
 
 from orchestrator.authoring.spec import MAX_CONF_BYTES, DagSpec
 from orchestrator.errors import ConfigError, NotFoundError
@@ -43,6 +39,7 @@ from orchestrator.scheduling.explain import DAG_PAUSED, Reason
 from orchestrator.store.assets.asset_records import AssetEventRecord, AssetRecord
 from orchestrator.store.core import models as m
 from orchestrator.store.core.base import StoreBase, record_event
+from orchestrator.store.dags.asset_refs import asset_ids
 from orchestrator.store.runs.run_rows import insert_run, make_run_id
 
 log = logging.getLogger(__name__)
@@ -72,69 +69,6 @@ def check_extra(extra: Any, what: str = "extra") -> str:
     return text
 
 
-def _insert_ignore(conn: Connection, table: Any) -> Any:
-    dialect_insert = pg_insert if conn.dialect.name == "postgresql" else sqlite_insert
-    return dialect_insert(table).on_conflict_do_nothing()
-
-
-# -- registering (called from dag_store's save) --------------------------------------------
-def register_assets(conn: Connection, items: list[dict], now: datetime) -> None:
-    """Upsert the assets the saved DAGs name and replace those DAGs' refs."""
-    ids = [d["dag_id"] for d in items]
-    conn.execute(delete(refs).where(refs.c.dag_id.in_(ids)))
-    named: dict[str, dict] = {}
-    for data in items:
-        for asset in data.get("assets") or ():
-            named[asset["uri"]] = asset
-    if not named:
-        _drop_unconsumed(conn, ids, set())
-        return
-    known = {r.uri: r for r in conn.execute(select(a).where(a.c.uri.in_(list(named))))}
-    new = [
-        {"uri": u, "name": x["name"], "group_name": x["group"], "created_at": now,
-         "updated_at": now}
-        for u, x in named.items()
-        if u not in known
-    ]  # fmt: skip
-    if new:
-        conn.execute(_insert_ignore(conn, a), new)
-    for u, x in named.items():
-        row = known.get(u)
-        if row is not None and (row.name, row.group_name) != (x["name"], x["group"]):
-            conn.execute(
-                update(a)
-                .where(a.c.id == row.id)
-                .values(name=x["name"], group_name=x["group"], updated_at=now)
-            )
-    id_of = dict(conn.execute(select(a.c.uri, a.c.id).where(a.c.uri.in_(list(named)))).all())
-    rows = []
-    for data in items:
-        spec = DagSpec.from_dict(data)
-        cond = spec.asset_condition
-        for uri in cond.uris() if cond is not None else ():
-            rows.append({"dag_id": spec.dag_id, "asset_id": id_of[uri], "kind": "consumer",
-                         "task_id": ""})  # fmt: skip
-        for t in spec.tasks.values():
-            for uri in t.outlets:
-                rows.append({"dag_id": spec.dag_id, "asset_id": id_of[uri], "kind": "producer",
-                             "task_id": t.task_id})  # fmt: skip
-    if rows:
-        conn.execute(_insert_ignore(conn, refs), rows)
-    _drop_unconsumed(
-        conn, ids, {(r["dag_id"], r["asset_id"]) for r in rows if r["kind"] == "consumer"}
-    )
-
-
-def _drop_unconsumed(conn: Connection, dag_ids: list[str], consumed: set[tuple[str, int]]) -> None:
-    """Queued events of assets a DAG's new version is no longer scheduled on go."""
-    queued = conn.execute(
-        select(q.c.dag_id, q.c.asset_id).where(q.c.dag_id.in_(dag_ids)).distinct()
-    ).all()
-    for dag_id, asset_id in queued:
-        if (dag_id, asset_id) not in consumed:
-            conn.execute(delete(q).where(q.c.dag_id == dag_id, q.c.asset_id == asset_id))
-
-
 # -- events --------------------------------------------------------------------------------
 def _queue_event(conn: Connection, event_id: int, asset_id: int, now: datetime) -> None:
     """Queue the event for every active DAG scheduled on its asset."""
@@ -144,20 +78,6 @@ def _queue_event(conn: Connection, event_id: int, asset_id: int, now: datetime) 
         .where(refs.c.asset_id == asset_id, refs.c.kind == "consumer", m.dags.c.is_active)
     )
     conn.execute(insert(q).from_select(["dag_id", "event_id", "asset_id", "queued_at"], consumers))
-
-
-def _asset_ids(conn: Connection, uris: Iterable[str], now: datetime) -> dict[str, int]:
-    uris = sorted(set(uris))
-    got = dict(conn.execute(select(a.c.uri, a.c.id).where(a.c.uri.in_(uris))).all())
-    missing = [u for u in uris if u not in got]
-    if missing:  # a version stored before its assets were: register them now
-        conn.execute(
-            _insert_ignore(conn, a),
-            [{"uri": u, "name": u, "group_name": None, "created_at": now, "updated_at": now}
-             for u in missing],
-        )  # fmt: skip
-        got = dict(conn.execute(select(a.c.uri, a.c.id).where(a.c.uri.in_(uris))).all())
-    return got
 
 
 def record_outlet_events(
@@ -172,7 +92,7 @@ def record_outlet_events(
     wanted = [(c, outs, now) for c, outs, now in successes if outs]
     if not wanted:
         return set()
-    id_of = _asset_ids(conn, (u for _, outs, _ in wanted for u in outs), wanted[0][2])
+    id_of = asset_ids(conn, (u for _, outs, _ in wanted for u in outs), wanted[0][2])
     done: set[int] = set()
     for claim, outs, now in wanted:
         given = (extras or {}).get((claim.ti_id, claim.try_number)) or {}
@@ -297,15 +217,6 @@ class AssetStore(StoreBase):
                          run_id=make_run_id(spec.dag_id, ASSET_RUN_TYPE, when))  # fmt: skip
             when += timedelta(microseconds=1)
         return len(groups)
-
-    def skip_queued_asset_events(self, conn: Connection, dag_id: str, now: datetime) -> int:
-        """On unpause of a ``misfire='skip'`` DAG: drop what was queued while paused."""
-        gone = conn.execute(delete(q).where(q.c.dag_id == dag_id)).rowcount
-        if gone:
-            record_event(conn, now, "asset_events_skipped",
-                         f"{gone} asset event(s) queued while paused skipped (misfire='skip')",
-                         dag_id=dag_id)  # fmt: skip
-        return gone
 
     # -- reads ------------------------------------------------------------------------------
     def list_assets(self) -> list[AssetRecord]:

@@ -12,10 +12,10 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from orchestrator.authoring.spec import DagSpec, dumps, spec_hash
 from orchestrator.errors import NotFoundError
 from orchestrator.states import RunState
-from orchestrator.store.assets.asset_store import register_assets
 from orchestrator.store.core import models as m
 from orchestrator.store.core.base import StoreBase, record_event
 from orchestrator.store.core.records import DagRecord, ImportErrorRecord, SourceRecord
+from orchestrator.store.dags.asset_refs import register_assets, skip_queued_events
 
 SAVE_CHUNK = 200  # DAGs per write transaction: short enough not to stall the scheduler
 
@@ -330,5 +330,5 @@ class DagStore(StoreBase):
                 by = f" by {who}" if who else ""
                 record_event(conn, now, kind, word + by, dag_id=dag_id, actor=who)
                 if not paused and self.current_spec(dag_id).misfire == "skip":  # issue 15
-                    self.skip_queued_asset_events(conn, dag_id, now)  # type: ignore[attr-defined]
+                    skip_queued_events(conn, dag_id, now)
         return bool(done)
