@@ -24,10 +24,11 @@ __all__ += ["TaskGroup", "task_group", "Skip", "Fail"]
 __all__ += ["Client", "ClientError"]  # issue 17: the API client
 # issue 15: sensors (``@task.sensor`` is on ``task``; built-ins in orchestrator.sensors)
 __all__ += ["PokeReturnValue"]
+__all__ += ["setup", "teardown"]  # issue 25: setup and teardown tasks
 
 
 def __getattr__(name: str) -> Any:  # imported lazily so store-only processes stay light
-    if name in ("DAG", "Task", "task", "PokeReturnValue", *_ASSET_NAMES):
+    if name in ("DAG", "Task", "task", "PokeReturnValue", "setup", "teardown", *_ASSET_NAMES):
         from orchestrator.authoring import dag
 
         return getattr(dag, name)

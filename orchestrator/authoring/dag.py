@@ -32,7 +32,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import networkx as nx
 
-from orchestrator.authoring import task_controls
+from orchestrator.authoring import setup_teardown, task_controls
 from orchestrator.authoring.alerts import alert_options
 from orchestrator.authoring.assets import (  # Asset... re-exported: orchestrator's names
     Asset,  # noqa: F401
@@ -252,6 +252,10 @@ class Task(Wiring):
         )
         self.upstream_ids: set[str] = set()
         self.mapping: dict[str, Any] | None = None  # set by expand (authoring/mapped.py)
+        # issue 25: setup and teardown tasks (authoring/setup_teardown.py)
+        self.is_setup = False
+        self.is_teardown = False
+        self.on_failure_fail_dagrun = False
         self._pending_upstream: list[tuple[str, tuple[str | None, int | None]]] = []
         dag._add(self, where)
 
@@ -272,6 +276,21 @@ class Task(Wiring):
     def expand_kwargs(self, source: Any) -> Task:
         """Map this task over a list of dicts: one task instance per dict."""
         return declare(self, "expand_kwargs", {"*": source}, {}, _caller())
+
+    # -- setup and teardown (authoring/setup_teardown.py) -------------------------
+    def as_setup(self) -> Task:
+        """Make this a setup task: ``create.as_setup() >> work``; returns the task."""
+        return setup_teardown.mark_setup(self, _caller())
+
+    def as_teardown(
+        self, *, setups: Any = None, on_failure_fail_dagrun: bool | None = None
+    ) -> Task:
+        """Make this a teardown task (of ``setups``, a task or a list, each made a setup
+        and wired before it): ``work >> delete.as_teardown(setups=create)``. It runs
+        when its setup ran, whatever happened between; its failure fails the run only
+        with ``on_failure_fail_dagrun=True``. Returns the task."""
+        ups = [] if setups is None else _as_list(setups)
+        return setup_teardown.mark_teardown(self, ups, on_failure_fail_dagrun, _caller())
 
     # -- wiring -----------------------------------------------------------------
     def _resolve(self, other: Task | str, where: tuple[str | None, int | None]) -> Task | str:
@@ -581,6 +600,7 @@ class DAG:
         try:
             cycle = nx.find_cycle(graph)
         except nx.NetworkXNoCycle:
+            setup_teardown.check_dag(self)  # issue 25
             return
         path = " -> ".join([edge[0] for edge in cycle] + [cycle[0][0]])
         first = self.tasks[cycle[0][0]]
@@ -698,3 +718,49 @@ def _sensor(fn: Callable[..., Any] | None = None, **options: Any) -> Any:
 
 
 task.sensor = _sensor  # type: ignore[attr-defined]
+
+
+def setup(fn: Any = None, **options: Any) -> Any:
+    """``@setup``: a task that creates what the tasks after it use (Airflow's name).
+
+    On a function it makes a Python task (taking :func:`task`'s options:
+    ``@setup(retries=2)``); on a task it marks that task (``@setup`` over ``@task(...)``).
+    Pair it with a :func:`teardown` that runs after the work (see
+    :mod:`orchestrator.authoring.setup_teardown`)::
+
+        @setup
+        def create_cluster(ctx): ...
+    """
+    where = _caller()
+
+    def mark(obj: Any) -> Task:
+        made = obj if isinstance(obj, Task) else _make_task_decorator(None, obj, options)
+        return setup_teardown.mark_setup(made, where)
+
+    return mark(fn) if fn is not None else mark
+
+
+def teardown(fn: Any = None, *, on_failure_fail_dagrun: bool = False, **options: Any) -> Any:
+    """``@teardown``: a task that removes what a setup created; it runs when its setup
+    ran, whatever happened between, and its failure fails the run only with
+    ``on_failure_fail_dagrun=True``. Wire it after the work and after its setup::
+
+        @teardown
+        def delete_cluster(ctx): ...
+
+        create_cluster >> run_query >> delete_cluster
+        create_cluster >> delete_cluster
+    """
+    where = _caller()
+    if "trigger_rule" in options:
+        raise _fail(
+            f"a teardown's trigger rule is {setup_teardown.TEARDOWN_RULE!r}: drop "
+            f"trigger_rule={options['trigger_rule']!r}",
+            where,
+        )
+
+    def mark(obj: Any) -> Task:
+        made = obj if isinstance(obj, Task) else _make_task_decorator(None, obj, options)
+        return setup_teardown.mark_teardown(made, [], on_failure_fail_dagrun, where)
+
+    return mark(fn) if fn is not None else mark

@@ -25,10 +25,12 @@ import networkx as nx
 from orchestrator.authoring.alerts import serialized
 from orchestrator.authoring.assets import assets_data
 from orchestrator.authoring.dag import DAG
+from orchestrator.authoring.setup_teardown import spec_fields as setup_teardown_fields
 from orchestrator.authoring.task_controls import SKIP_EXIT_CODE
 from orchestrator.scheduling.asset_conditions import AssetCondition, condition_from_data
 from orchestrator.scheduling.retry import RetryPolicy
 from orchestrator.scheduling.schedule import Schedule, parse_schedule
+from orchestrator.scheduling.setup_teardown import SetupTeardown
 
 
 def _seconds(value: timedelta | None) -> float | None:
@@ -83,6 +85,7 @@ def serialize_dag(dag: DAG) -> dict[str, Any]:
                 **({"check": t.check} if t.check is not None else {}),
                 **serialized(t.alerts, t.callbacks),
                 **controls_of_task(t),
+                **setup_teardown_fields(t),  # issue 25
             }
         )
     return {
@@ -201,6 +204,10 @@ class TaskSpec:
     depends_on_past: bool = False
     max_active_tis_per_dag: int | None = None
     skip_on_exit_code: int | None = SKIP_EXIT_CODE
+    # issue 25: setup and teardown tasks (authoring/setup_teardown.py)
+    is_setup: bool = False
+    is_teardown: bool = False
+    on_failure_fail_dagrun: bool = False
 
     @property
     def mapped(self) -> bool:
@@ -288,6 +295,25 @@ class DagSpec:
         return tuple(t for t, d in self.downstream.items() if not d)
 
     @cached_property
+    def setup_teardown(self) -> SetupTeardown:
+        """The DAG's setups and teardowns on its graph (scheduling/setup_teardown.py)."""
+        tasks = self.tasks.values()
+        return SetupTeardown(
+            {t.task_id: t.upstream for t in tasks},
+            setups=[t.task_id for t in tasks if t.is_setup],
+            teardowns=[t.task_id for t in tasks if t.is_teardown],
+            fail_dagrun=[t.task_id for t in tasks if t.is_teardown and t.on_failure_fail_dagrun],
+        )
+
+    @cached_property
+    def run_leaves(self) -> tuple[str, ...]:
+        """The tasks whose states decide the run's: the leaves, teardowns ignored unless
+        ``on_failure_fail_dagrun`` (issue 25)."""
+        if not any(t.is_teardown for t in self.tasks.values()):
+            return self.leaves
+        return self.setup_teardown.run_leaves()
+
+    @cached_property
     def mapped_tasks(self) -> frozenset[str]:
         """The ids of the DAG's mapped tasks (one instance per map item)."""
         return frozenset(t.task_id for t in self.tasks.values() if t.mapping is not None)
@@ -361,6 +387,9 @@ class DagSpec:
                 mapping=t.get("mapping"),
                 sensor=t.get("sensor"),
                 check=t.get("check"),
+                is_setup=t.get("is_setup", False),
+                is_teardown=t.get("is_teardown", False),
+                on_failure_fail_dagrun=t.get("on_failure_fail_dagrun", False),
             )
         return cls(
             dag_id=data["dag_id"],

@@ -97,10 +97,35 @@ class TaskGroup(Wiring):
         return [t for t in self.tasks if not (t.upstream_ids & ids)]
 
     def leaves(self) -> list[Task]:
-        """The group's tasks with no downstream task inside the group."""
-        ids = self._ids()
-        inner_up = {u for t in self.tasks for u in t.upstream_ids if u in ids}
-        return [t for t in self.tasks if t.task_id not in inner_up]
+        """The group's tasks with no downstream task inside the group.
+
+        Teardowns are passed over, as in Airflow (issue 25): in place of a teardown
+        that ends the group, the work before it (not its setup) is a leaf, so
+        ``group >> next`` does not make ``next`` wait for the clean-up."""
+        tasks = self.tasks
+        by_id = {t.task_id: t for t in tasks}
+        down: dict[str, set[str]] = {t.task_id: set() for t in tasks}
+        for t in tasks:
+            for u in t.upstream_ids & by_id.keys():
+                down[u].add(t.task_id)
+
+        def before(t: Task) -> list[Task]:  # the first non-teardowns before a teardown
+            out = []
+            for u in sorted(t.upstream_ids & by_id.keys()):
+                up = by_id[u]
+                if up.is_teardown:
+                    out += before(up)
+                elif not (t.is_teardown and up.is_setup) and not any(
+                    d != t.task_id and not by_id[d].is_teardown for d in down[u]
+                ):
+                    out.append(up)
+            return out
+
+        found: list[Task] = []
+        for t in tasks:
+            if not down[t.task_id]:
+                found += before(t) if t.is_teardown else [t]
+        return list(dict.fromkeys(found))
 
     # -- context manager ---------------------------------------------------------------
     def __enter__(self) -> TaskGroup:

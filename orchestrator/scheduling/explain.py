@@ -126,6 +126,9 @@ class TaskFacts:
     slot_holders: tuple[SlotHolder, ...] = ()
     trigger_rule: str = "all_success"
     upstream: tuple[tuple[str, str], ...] = ()  # (task_id, state)
+    # issue 25: which upstream tasks are setups; the indirect setups' (task_id, state)
+    setups: tuple[str, ...] = ()
+    indirect_setups: tuple[tuple[str, str], ...] = ()
     queue: str = "default"
     workers: tuple[WorkerFact, ...] = ()
     worker_stale_after: timedelta = timedelta(seconds=30)
@@ -266,7 +269,12 @@ def _run_reasons(facts: TaskFacts) -> list[Reason]:
 
 def _upstream_reasons(facts: TaskFacts) -> list[Reason]:
     states = [s for _t, s in facts.upstream]
-    decision = decide(facts.trigger_rule, states)
+    decision = decide(
+        facts.trigger_rule,
+        states,
+        setups=[s for t, s in facts.upstream if t in facts.setups],
+        indirect_setups=[s for _t, s in facts.indirect_setups],
+    )
     if decision is Decision.RELEASE:
         if facts.map_sources:
             return [
@@ -279,7 +287,7 @@ def _upstream_reasons(facts: TaskFacts) -> list[Reason]:
             ]
         return []
     if decision is Decision.WAIT:
-        pending = [(t, s) for t, s in facts.upstream if s not in _DONE]
+        pending = [(t, s) for t, s in facts.upstream + facts.indirect_setups if s not in _DONE]
         waiting_for = [t for t in facts.map_sources if any(p == t for p, _ in pending)]
         if waiting_for:
             out = [
@@ -307,6 +315,8 @@ def _upstream_reasons(facts: TaskFacts) -> list[Reason]:
             )
         ]
     listed = ", ".join(f"{t} ({s})" for t, s in facts.upstream)
+    if facts.indirect_setups:
+        listed += "; setups: " + ", ".join(f"{t} ({s})" for t, s in facts.indirect_setups)
     return [
         Reason(
             UPSTREAM_BLOCKED,

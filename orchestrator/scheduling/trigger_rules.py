@@ -3,6 +3,15 @@
 Pure code. :func:`decide` looks at the states of a task's direct upstream tasks and
 answers one of ``WAIT``, ``RELEASE``, ``UPSTREAM_FAILED`` or ``SKIP``.
 
+Setup and teardown tasks (issue 25, Airflow's semantics; the graph side is in
+:mod:`orchestrator.scheduling.setup_teardown`) add two inputs. ``setups``: the states
+of the direct upstream tasks that are setups, which a teardown's rule,
+``all_done_setup_success``, reads: it runs once every upstream task is done if one of
+its setups succeeded, whatever happened between. ``indirect_setups``: the states of the
+task's relevant setups that are not direct upstream tasks (a setup ran before the task
+and tears down after it, or has no teardown); every rule but ``always`` needs them to
+succeed: one that failed makes the task upstream_failed, one that was skipped skips it.
+
 >>> decide("all_success", ["success", "success"]).value
 'release'
 >>> decide("all_success", ["success", "failed"]).value
@@ -29,6 +38,9 @@ class TriggerRule(StrEnum):
     # issue 14: task controls (Airflow's names)
     ALL_DONE_MIN_ONE_SUCCESS = "all_done_min_one_success"
     ALL_SKIPPED = "all_skipped"
+    # issue 25: a teardown's rule (Airflow's): every upstream task done, and a setup
+    # among them succeeded (all_done when none of them is a setup)
+    ALL_DONE_SETUP_SUCCESS = "all_done_setup_success"
 
 
 class Decision(StrEnum):
@@ -41,12 +53,50 @@ class Decision(StrEnum):
 _FAILED = {TaskState.FAILED, TaskState.UPSTREAM_FAILED, TaskState.CANCELLED}
 
 
-def decide(rule: str, upstream_states: Iterable[str]) -> Decision:
-    """Decide what a task waiting on upstream tasks in ``upstream_states`` does now."""
+def decide(
+    rule: str,
+    upstream_states: Iterable[str],
+    *,
+    setups: Iterable[str] = (),
+    indirect_setups: Iterable[str] = (),
+) -> Decision:
+    """Decide what a task waiting on upstream tasks in ``upstream_states`` does now.
+
+    ``setups``: the states among ``upstream_states`` that are setup tasks' (read by
+    ``all_done_setup_success``); ``indirect_setups``: the states of the task's relevant
+    setups that are not direct upstream tasks (see the module docstring).
+
+    >>> decide("all_done_setup_success", ["success", "failed"], setups=["success"]).value
+    'release'
+    >>> decide("all_success", ["success"], indirect_setups=["failed"]).value
+    'upstream_failed'
+    """
     rule = TriggerRule(rule)
     states = [TaskState(s) for s in upstream_states]
     if rule is TriggerRule.ALWAYS or not states:
         return Decision.RELEASE
+    constraint = _setup_constraint([TaskState(s) for s in indirect_setups])
+    if constraint in (Decision.UPSTREAM_FAILED, Decision.SKIP):
+        return constraint
+    decision = _direct(rule, states, [TaskState(s) for s in setups])
+    if constraint is Decision.WAIT and decision is Decision.RELEASE:
+        return Decision.WAIT
+    return decision
+
+
+def _setup_constraint(states: list[TaskState]) -> Decision:
+    """What a task's indirect relevant setups allow: a failure anywhere fails it, a skip
+    skips it, neither decided early (Airflow does not wait for the others); RELEASE
+    only once all succeeded."""
+    if any(s in _FAILED for s in states):
+        return Decision.UPSTREAM_FAILED
+    if TaskState.SKIPPED in states:
+        return Decision.SKIP
+    return Decision.RELEASE if all(s is TaskState.SUCCESS for s in states) else Decision.WAIT
+
+
+def _direct(rule: TriggerRule, states: list[TaskState], setups: list[TaskState]) -> Decision:
+    """The rule over the direct upstream tasks' states (``states`` is not empty)."""
     total = len(states)
     success = sum(s is TaskState.SUCCESS for s in states)
     failed = sum(s in _FAILED for s in states)
@@ -109,4 +159,16 @@ def decide(rule: str, upstream_states: Iterable[str]) -> Decision:
             if done > skipped:
                 return Decision.SKIP
             return Decision.RELEASE if skipped == total else Decision.WAIT
+        case TriggerRule.ALL_DONE_SETUP_SUCCESS:
+            # issue 25: a teardown runs when its setup ran, whatever happened between;
+            # it skips when every setup skipped, and is upstream_failed when none ran
+            if not all_done:
+                return Decision.WAIT
+            if setups and all(s is TaskState.SKIPPED for s in setups):
+                return Decision.SKIP
+            if setups and TaskState.SUCCESS not in setups:
+                return Decision.UPSTREAM_FAILED
+            return Decision.RELEASE
+        case TriggerRule.ALWAYS:  # pragma: no cover - decided in decide()
+            return Decision.RELEASE
     raise AssertionError(rule)  # pragma: no cover

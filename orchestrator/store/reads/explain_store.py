@@ -40,12 +40,13 @@ class ExplainStore(StoreBase):
         spec = self.spec(run.dag_id, run.version_hash)  # type: ignore[attr-defined]
         task = spec.tasks.get(task_id)
         upstream = task.upstream if task else ()
+        indirect = spec.setup_teardown.indirect_setups(task_id) if task else ()  # issue 25
         with self.read() as conn:
             # one (task, state) per distinct state: a mapped upstream task's instances
             # count by state, which decides every trigger rule as the instances would
             pairs = conn.execute(
                 select(ti.c.task_id, ti.c.state)
-                .where(ti.c.run_pk == run.id, ti.c.task_id.in_(list(upstream)))
+                .where(ti.c.run_pk == run.id, ti.c.task_id.in_([*upstream, *indirect]))
                 .distinct()
             ).all()
             states: dict[str, list[str]] = {}
@@ -74,6 +75,8 @@ class ExplainStore(StoreBase):
             slot_holders=tuple(SlotHolder(h.run_id, h.logical_date) for h in holders),
             trigger_rule=task.trigger_rule if task else "all_success",
             upstream=tuple((u, s) for u in upstream for s in sorted(states.get(u, ["missing"]))),
+            setups=tuple(u for u in upstream if spec.tasks[u].is_setup),
+            indirect_setups=tuple((u, s) for u in indirect for s in sorted(states.get(u, ()))),
             map_index=inst.map_index,
             map_sources=(
                 task_sources(task.mapping) if task and task.mapped and inst.map_index < 0 else ()

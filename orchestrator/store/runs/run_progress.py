@@ -78,7 +78,8 @@ def finish_runs_locked(
     The caller holds the runs' rows (``lock_runs``, or the worker's finishing
     transaction), so this decides from states no one else can change meanwhile. A
     run fails if any of its leaf tasks failed, was upstream_failed or cancelled, else
-    it succeeds; written compare-and-set on ``running``. Returns the (run, state)
+    it succeeds (a teardown is not a leaf unless ``on_failure_fail_dagrun``: the tasks
+    before it are, issue 25); written compare-and-set on ``running``. Returns the (run, state)
     pairs it finished, in id order; a run has ``id``, ``run_id``, ``dag_id``,
     ``version_hash`` and ``backfill_id``. Four statements for any number of runs:
     which are done (an index probe per run, not a read of its open tasks: a run of many
@@ -97,7 +98,7 @@ def finish_runs_locked(
             bad.setdefault(row.id, []).append(row.task_id)
     outcome: dict[str, list[int]] = {RunState.SUCCESS: [], RunState.FAILED: []}
     for pk, x in by_id.items():
-        leaves = set(spec_of(x.dag_id, x.version_hash).leaves)
+        leaves = set(spec_of(x.dag_id, x.version_hash).run_leaves)
         failed = any(task_id in leaves for task_id in bad.get(pk, ()))
         outcome[RunState.FAILED if failed else RunState.SUCCESS].append(pk)
     done: list[tuple[Any, str]] = []

@@ -14,6 +14,10 @@ now, and nothing else:
   set, so the 1000-upstream ``end`` of a wide DAG costs one indexed count, not 1000
   rows.
 
+A task with indirect setups (issue 25: setups before it that are not its direct
+upstream tasks, :mod:`orchestrator.scheduling.setup_teardown`) counts them as upstream
+tasks of its ``all_success`` here, and leaves any other rule to the scheduler.
+
 Everything else (other rules, failures, skips) is left to ``release_ready`` and the
 caller is told to wake the scheduler.
 """
@@ -25,7 +29,7 @@ from datetime import datetime
 
 from sqlalchemy import Connection, bindparam, select, update
 
-from orchestrator.authoring.spec import DagSpec
+from orchestrator.authoring.spec import DagSpec, TaskSpec
 from orchestrator.scheduling.mapping import UNMAPPED
 from orchestrator.scheduling.trigger_rules import Decision, TriggerRule, decide
 from orchestrator.states import TASK_FINISHED, TASK_UNFINISHED, RunState, TaskState
@@ -59,20 +63,25 @@ def release_after_success(
     needs = False
     small: list[tuple[str, tuple[str, ...]]] = []
     downstream = sorted({d for t in task_ids for d in spec.downstream[t]})
+    scopes = spec.setup_teardown
     for d in downstream:
         t = spec.tasks[d]
-        if t.trigger_rule == TriggerRule.ONE_SUCCESS:
+        indirect = scopes.indirect_setups(d)  # issue 25: must succeed too
+        ups = t.upstream + indirect
+        if t.trigger_rule == TriggerRule.ONE_SUCCESS and not indirect:
             release.append(d)
         elif t.trigger_rule != TriggerRule.ALL_SUCCESS:
             needs = True
-        elif spec.has_mapped_upstream(d):  # over all instances, by two indexed EXISTS
-            verdict = _all_success_of(conn, run_pk, t.upstream)
+        elif any(u in spec.mapped_tasks for u in ups):  # all instances, two indexed EXISTS
+            verdict = _all_success_of(conn, run_pk, ups)
             if verdict is Decision.RELEASE:
                 release.append(d)
-            elif verdict is not Decision.WAIT:
+            elif verdict is not Decision.WAIT or indirect:
                 needs = True
-        elif len(t.upstream) <= SMALL:
-            small.append((d, t.upstream))
+        elif len(ups) <= SMALL:
+            small.append((d, ups))
+        elif indirect:
+            needs = True
         elif len(spec.tasks) - len(t.upstream) <= SMALL:
             verdict = _all_success_by_complement(conn, run_pk, spec.upstream_complement(d))
             if verdict is Decision.RELEASE:
@@ -88,8 +97,8 @@ def release_after_success(
             ups_states = [states.get(u) for u in ups]
             if all(s == TaskState.SUCCESS for s in ups_states):
                 release.append(d)
-            elif any(s in _NOT_OK for s in ups_states):
-                needs = True  # upstream_failed or skip: the scheduler decides it
+            elif any(s in _NOT_OK for s in ups_states) or len(ups) > len(spec.tasks[d].upstream):
+                needs = True  # upstream_failed, skip, or a setup not done: the scheduler's
     if not release:
         return 0, needs
     plain = sorted(d for d in release if d not in spec.mapped_tasks)
@@ -223,6 +232,7 @@ class ReleaseStore(StoreBase):
                 }
                 for run_pk, tasks in by_run.items():
                     spec = specs[run_pk]
+                    scopes = spec.setup_teardown  # issue 25
                     states = {k: [v[1] for v in vs] for k, vs in tasks.items()}
                     for task_id in spec.topological_order:
                         waiting = [v for v in tasks.get(task_id, ()) if v[1] == TaskState.SCHEDULED]
@@ -230,7 +240,13 @@ class ReleaseStore(StoreBase):
                             continue
                         t = spec.tasks[task_id]
                         ups = [s for u in t.upstream for s in states.get(u, ())]
-                        decision = decide(t.trigger_rule, ups)
+                        ind = scopes.indirect_setups(task_id)
+                        decision = decide(
+                            t.trigger_rule,
+                            ups,
+                            setups=_setup_states(spec, t, states),
+                            indirect_setups=[s for u in ind for s in states.get(u, ())],
+                        )
                         ids = [v[0] for v in waiting]
                         if decision is Decision.RELEASE:
                             if t.mapped and any(v[2] == UNMAPPED for v in waiting):
@@ -267,6 +283,13 @@ class ReleaseStore(StoreBase):
                             .values(state=state, end_date=now)
                         ).rowcount
         return changed
+
+
+def _setup_states(spec: DagSpec, t: TaskSpec, states: dict[str, list[str]]) -> list[str]:
+    """The states of a teardown's direct upstream setups (what its rule reads)."""
+    if t.trigger_rule != TriggerRule.ALL_DONE_SETUP_SUCCESS:
+        return []
+    return [s for u in t.upstream if spec.tasks[u].is_setup for s in states.get(u, ())]
 
 
 def _chunks(items: list[int], size: int) -> Iterable[list[int]]:

@@ -12,7 +12,6 @@ import logging
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 
-import networkx as nx
 from sqlalchemy import and_, bindparam, func, or_, select, tuple_, update
 
 from orchestrator.errors import NotFoundError
@@ -292,6 +291,9 @@ class TaskStore(StoreBase):
         ``map_index`` clears only that instance of a mapped task (its downstream tasks,
         if asked, wholly). A mapped task cleared wholly is expanded again when it is
         released next (store/tasks/expansion.py): its sources may give a new length.
+        As in Airflow (issue 25), a task's relevant setups and their teardowns are
+        cleared with it, and a setup's teardowns with the setup
+        (``scheduling/setup_teardown.py``'s ``clear_targets``).
         """
         run = self.get_run(run_id)  # type: ignore[attr-defined]
         spec = self.spec(run.dag_id, run.version_hash)  # type: ignore[attr-defined]
@@ -299,9 +301,7 @@ class TaskStore(StoreBase):
             raise NotFoundError(f"run {run_id!r} has no task {task_id!r}")
         if map_index is not None:
             self.task_instance(run_id, task_id, map_index)  # NotFoundError names it
-        targets = [task_id]
-        if downstream:
-            targets += sorted(nx.descendants(spec.graph, task_id))
+        targets = spec.setup_teardown.clear_targets(task_id, downstream)
         with self.write() as conn:
             lock_runs(conn, [run.id], self.is_postgres)  # before any TI: no deadlock
             cleared = []

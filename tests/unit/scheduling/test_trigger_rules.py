@@ -94,6 +94,9 @@ TABLE = [
     ("all_skipped", [k, s], SK),
     ("all_skipped", [f, run], SK),  # decided early: one finished without a skip
     ("all_skipped", [c, k], SK),
+    # all_done_setup_success (issue 25) with no setup among the upstream tasks: all_done
+    ("all_done_setup_success", [s, f, k, uf, c], R),
+    ("all_done_setup_success", [s, run], W),
     # always
     ("always", [run, q], R),
     ("always", [f, uf], R),
@@ -207,7 +210,13 @@ def test_invariants_over_all_combinations(rule):
                 assert n_success == len(states), where
             if rule == "all_failed":
                 assert n_failed == len(states), where
-            if rule in ("all_done", "none_failed", "none_skipped", "none_failed_min_one_success"):
+            if rule in (
+                "all_done",
+                "none_failed",
+                "none_skipped",
+                "none_failed_min_one_success",
+                "all_done_setup_success",
+            ):
                 assert finished, where
             if rule in ("none_failed", "none_failed_min_one_success"):
                 assert n_failed == 0, where
