@@ -13,11 +13,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from orchestrator.scheduling.mapping import task_sources
+from orchestrator.scheduling.mapping import MapError, task_sources
 
 
 def mapped_job(spec: Any, task: Any, claim: Any) -> dict[str, Any]:
-    """``map_index``, ``map_kwargs`` and ``results`` for the job of ``claim``."""
+    """``map_index``, ``map_kwargs`` and ``results`` for the job of ``claim``; MapError
+    for an instance whose item could not be mapped."""
     results = dict(claim.upstream_results or {})
     for up in task.upstream:
         if up in spec.mapped_tasks and up not in results:
@@ -25,6 +26,13 @@ def mapped_job(spec: Any, task: Any, claim: Any) -> dict[str, Any]:
     kwargs: dict[str, Any] | None = None
     over: tuple[str, ...] = ()
     if task.mapping is not None:
+        if claim.map_index >= 0 and claim.map_kwargs is None:
+            # an expand_kwargs item that was not an object (store/tasks/expansion.py),
+            # cleared: it fails again, never runs with the fixed arguments alone
+            raise MapError(
+                f"mapped task {task.task_id!r}: instance {claim.map_index} has no arguments "
+                "(its expand_kwargs item was not an object with string keys)"
+            )
         kwargs = dict(task.mapping.get("partial") or {})
         kwargs.update(json.loads(claim.map_kwargs or "{}"))
         # its item is its argument: the whole list is not copied to every instance

@@ -65,7 +65,13 @@ def mapped_arguments(
     A mapped task runs one instance: with ``map_value`` (its mapped arguments, given
     explicitly), or, when it maps over literal lists and params only, item
     ``map_index`` (default 0) of those."""
-    from orchestrator.scheduling.mapping import MapError, map_items, resolve, task_sources
+    from orchestrator.scheduling.mapping import (
+        BadItem,
+        MapError,
+        map_items,
+        resolve,
+        task_sources,
+    )
 
     if task.mapping is None:
         if map_value is not None or map_index is not None:
@@ -92,6 +98,8 @@ def mapped_arguments(
             f"task {task.task_id!r} maps into {len(items)} instance(s): --map-index "
             f"{index} is not one of them"
         )
+    if isinstance(items[index], BadItem):  # its instance fails in a run, the others run
+        raise ConfigError(items[index].error)
     return index, kwargs | items[index]
 
 

@@ -35,6 +35,7 @@ class Dispatching:
                 if "__asset_triggered__" in claim.run_id
                 else []
             )
+            mapped = mapped_job(spec, task, claim)  # engine/mapped_job.py (issue 14)
         except Exception as exc:  # noqa: BLE001
             self.store.finish_failure(claim, f"cannot prepare the try: {exc}", None, now)
             return
@@ -46,7 +47,6 @@ class Dispatching:
             return
         params = dict(spec.params)
         params.update(claim.conf)
-        mapped = mapped_job(spec, task, claim)  # engine/mapped_job.py (issue 14)
         job = mapped | {
             "dag_id": claim.dag_id,
             "run_id": claim.run_id,

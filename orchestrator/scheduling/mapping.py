@@ -20,6 +20,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from orchestrator.errors import OrchestratorError
@@ -30,6 +31,14 @@ KWARGS = "*"  # the one argument name of an expand_kwargs mapping
 
 class MapError(OrchestratorError):
     """The values a mapped task was to be expanded over cannot be mapped."""
+
+
+@dataclass(frozen=True)
+class BadItem:
+    """An ``expand_kwargs`` item that is not an object with string keys: as in Airflow,
+    its instance fails (with ``error``) and the other instances run."""
+
+    error: str
 
 
 def describe(ref: Mapping[str, Any]) -> str:
@@ -82,23 +91,27 @@ def map_items(
     """The mapped arguments of every map item, in map order (index 0 first).
 
     ``values`` holds each argument's resolved value (see :func:`resolve`). Every value
-    must be a list (for ``expand_kwargs``: a list of objects with string keys); the
-    number of items may be at most ``limit`` (the ``max_map_length`` setting). An
-    empty list gives no items: the mapped task is skipped.
+    must be a list; the number of items may be at most ``limit`` (the
+    ``max_map_length`` setting). An empty list gives no items: the mapped task is
+    skipped. For ``expand_kwargs`` each item should be an object with string keys; one
+    that is not is a :class:`BadItem` in its place (its instance fails, the others run).
     """
     pairs = refs(mapping)
     if mapping["kind"] == "expand_kwargs":
         (name, ref) = pairs[0]
         items = _as_list(task_id, ref, values.get(name))
         _check_length(task_id, len(items), limit, describe(ref))
-        out = []
+        out: list[Any] = []
         for i, item in enumerate(items):
             if not isinstance(item, dict) or not all(isinstance(k, str) for k in item):
-                raise MapError(
-                    f"mapped task {task_id!r}: expand_kwargs over {describe(ref)} needs a list "
-                    f"of objects with string keys; item {i} is {_kind(item)}"
+                out.append(
+                    BadItem(
+                        f"mapped task {task_id!r}: expand_kwargs over {describe(ref)} needs a "
+                        f"list of objects with string keys; item {i} is {_kind(item)}"
+                    )
                 )
-            out.append(dict(item))
+            else:
+                out.append(dict(item))
         return out
     lists = [(name, ref, _as_list(task_id, ref, values.get(name))) for name, ref in pairs]
     total = math.prod(len(items) for _, _, items in lists)

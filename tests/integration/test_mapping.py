@@ -527,3 +527,57 @@ def test_a_run_cleared_whole_expands_its_mapped_tasks_again(harness: Harness, wr
     assert (placeholder.map_index, placeholder.state) == (-1, "scheduled")
     assert harness.run_until_finished(run.run_id).state == "success"
     assert [t.map_index for t in _instances(harness.store, run.run_id, "load")] == [0, 1, 2]
+
+
+BAD_KWARGS = """
+from orchestrator import DAG, task
+
+with DAG("bad_kwargs", schedule=None) as dag:
+    @task
+    def pairs(ctx):
+        return [{"a": 1, "b": 2}, "not an object", {"a": 3, "b": 4}, [1, 2]]
+
+    @task
+    def add(ctx, a, b):
+        return a + b
+
+    @task(trigger_rule="all_done")
+    def total(ctx):
+        return sum(ctx.upstream("add"))
+
+    add.expand_kwargs(pairs) >> total
+"""
+
+
+def test_an_expand_kwargs_item_that_is_not_an_object_fails_only_its_instance(
+    harness: Harness, write_dag
+):
+    """Airflow's peer case (issue 25): the others run; the bad ones fail at once with
+    the item named, no try spent; a cleared bad instance fails again, never running with
+    missing arguments."""
+    write_dag("bad_kwargs.py", BAD_KWARGS)
+    harness.parse()
+    store = harness.store
+    run = harness.run_until_finished(store.trigger_run("bad_kwargs", harness.clock.now()).run_id)
+    adds = _instances(store, run.run_id, "add")
+    assert [(t.map_index, t.state) for t in adds] == [
+        (0, "success"),
+        (1, "failed"),
+        (2, "success"),
+        (3, "failed"),
+    ]
+    assert "item 1 is a string ('not an object')" in adds[1].error
+    assert "item 3 is a list of 2" in adds[3].error
+    assert "expand_kwargs over pairs" in adds[1].error
+    assert store.tries(run.run_id, "add", 1) == []  # failed at expansion
+    assert store.results(run.run_id, ["add", "total"]) == {"add": "[3,7]", "total": "10"}
+    assert run.state == "success"  # its leaf, total (all_done), succeeded
+    [event] = store.events(kind="task_expanded", limit=5)
+    assert "4 instance(s) created; 2 failed at once" in event.message
+
+    assert store.clear_task(run.run_id, "add", harness.clock.now(), map_index=1) == ["add[1]"]
+    harness.run_until_finished(run.run_id)
+    again = store.task_instance(run.run_id, "add", 1)
+    assert again.state == "failed"
+    [try_] = store.tries(run.run_id, "add", 1)
+    assert "instance 1 has no arguments" in (try_.error or "")

@@ -13,7 +13,11 @@ transaction:
   expand one task exactly one wins; the other changes nothing) and inserts instances
   1..n-1, all queued; the unique key (run_pk, task_id, map_index) backs this up;
 - an empty list skips the placeholder; a value that is not a list, or more items than
-  ``max_map_length``, fails it with the error of :class:`MapError`.
+  ``max_map_length``, fails it with the error of :class:`MapError`;
+- an ``expand_kwargs`` item that is not an object (a :class:`BadItem`) gets its
+  instance created ``failed`` with the error, no try and no arguments; the others are
+  queued and run, as in Airflow (issue 25's peer case). Cleared, such an instance
+  fails its try at once (``engine/mapped_job.py``).
 
 A process killed in the middle commits nothing: the placeholder is still there and the
 next release expands it.
@@ -33,6 +37,7 @@ from orchestrator.authoring.spec import DagSpec
 from orchestrator.authoring.task_controls import is_gated
 from orchestrator.scheduling.mapping import (
     UNMAPPED,
+    BadItem,
     MapError,
     collect,
     map_items,
@@ -98,10 +103,7 @@ def _expand_one(
         return _finish_placeholder(
             conn, place, TaskState.SKIPPED, now, f"mapped over an empty list: {task_id} skipped"
         )
-    taken = conn.execute(
-        _TAKE_PLACEHOLDER,
-        {"b_id": place.id, "b_now": now, "b_kwargs": json.dumps(items[0])},
-    ).rowcount
+    taken = conn.execute(_TAKE_PLACEHOLDER, {"b_id": place.id, **_instance(items[0], now)}).rowcount
     if not taken:
         return 0  # another transaction expanded it first
     base = {
@@ -109,13 +111,11 @@ def _expand_one(
         "dag_id": place.dag_id,
         "run_id": place.run_id,
         "task_id": task_id,
-        "state": TaskState.QUEUED,
         "try_number": 0,
         "max_tries": task.max_tries,
         "queue": place.queue,
         "pool": place.pool,
         "pool_slots": place.pool_slots,
-        "ready_at": now,
         # issue 14: claim order and claim-time checks, as the placeholder (instance 0) has
         "priority_weight": task.priority_weight,
         "gated": is_gated(task, spec.max_active_tasks),
@@ -124,21 +124,42 @@ def _expand_one(
         conn.execute(
             insert(ti),
             [
-                base | {"map_index": i, "map_kwargs": json.dumps(items[i])}
+                base | {"map_index": i} | _row(items[i], now)
                 for i in range(start, min(start + _BATCH, len(items)))
             ],
         )
     over = ", ".join(sources) or "its literal lists and params"
+    bad = [i for i, item in enumerate(items) if isinstance(item, BadItem)]
+    failed = f"; {len(bad)} failed at once: {items[bad[0]].error}" if bad else ""
     record_event(
         conn,
         now,
         "task_expanded",
-        f"mapped over {over}: {len(items)} instance(s) created",
+        f"mapped over {over}: {len(items)} instance(s) created{failed}",
         dag_id=place.dag_id,
         run_id=place.run_id,
         task_id=task_id,
     )
-    return len(items)
+    if bad:
+        log.info("task_map_failed %s: %s", task_id, items[bad[0]].error)
+    return len(items) - len(bad)
+
+
+def _instance(item: Any, now: datetime) -> dict[str, Any]:
+    """The bind values of an instance of ``item``: queued with its arguments, or, for a
+    :class:`BadItem`, failed now with its error and no arguments."""
+    if isinstance(item, BadItem):
+        return {"b_kwargs": None, "b_state": TaskState.FAILED, "b_ready": None,
+                "b_end": now, "b_error": item.error}  # fmt: skip
+    return {"b_kwargs": json.dumps(item), "b_state": TaskState.QUEUED, "b_ready": now,
+            "b_end": None, "b_error": None}  # fmt: skip
+
+
+def _row(item: Any, now: datetime) -> dict[str, Any]:
+    """:func:`_instance` as the columns of an inserted row."""
+    v = _instance(item, now)
+    return {"map_kwargs": v["b_kwargs"], "state": v["b_state"], "ready_at": v["b_ready"],
+            "end_date": v["b_end"], "error": v["b_error"]}  # fmt: skip
 
 
 def collapse_locked(conn: Connection, run_pk: int, task_id: str) -> bool:
@@ -218,8 +239,10 @@ _TAKE_PLACEHOLDER = (
     .values(
         map_index=0,
         map_kwargs=bindparam("b_kwargs"),
-        state=TaskState.QUEUED,
-        ready_at=bindparam("b_now"),
+        state=bindparam("b_state"),
+        ready_at=bindparam("b_ready"),
+        end_date=bindparam("b_end"),
+        error=bindparam("b_error"),
     )
 )
 _SOURCE_ROWS = (

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from orchestrator.scheduling.mapping import (
+    BadItem,
     MapError,
     collect,
     describe,
@@ -87,8 +88,12 @@ def test_expand_kwargs_takes_a_list_of_objects():
         {"x": 1},
         {"x": 2, "y": 3},
     ]
-    with pytest.raises(MapError, match="item 1 is a number"):
-        map_items(spec, {"*": [{"x": 1}, 5]}, limit=5, task_id="t")
+    # issue 25, as Airflow: an item that is not an object fails its own instance only
+    items = map_items(spec, {"*": [{"x": 1}, 5, {1: "a"}, {"y": 2}]}, limit=5, task_id="t")
+    assert items[0] == {"x": 1} and items[3] == {"y": 2}
+    assert isinstance(items[1], BadItem) and "item 1 is a number (5)" in items[1].error
+    assert isinstance(items[2], BadItem) and "item 2 is an object" in items[2].error
+    assert "mapped task 't': expand_kwargs over pairs" in items[1].error
     with pytest.raises(MapError, match="more than max_map_length"):
         map_items(spec, {"*": [{}] * 6}, limit=5, task_id="t")
 
