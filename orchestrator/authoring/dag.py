@@ -23,6 +23,7 @@ A DAG file builds DAG objects; nothing here touches the database. Mistakes raise
 
 from __future__ import annotations
 
+import importlib
 import json
 import re
 from collections.abc import Callable, Iterable
@@ -68,6 +69,7 @@ OVERLAP_POLICIES = ("queue", "skip", "allow", "replace", "buffer_one")
 
 _active: list[DAG] = []
 _created: list[DAG] = []  # every DAG built; the loader reads and clears it
+_loading: list[str] = []  # the DAG files the loader is importing now (dag.test() refuses)
 # issue 14: the TaskGroups being built, innermost last (authoring/task_group.py pushes
 # them; it imports this module, so groups are known here by their shape only)
 _groups: list[Any] = []
@@ -612,6 +614,26 @@ class DAG:
         for t in self.tasks.values():
             graph.add_edges_from((up, t.task_id) for up in t.upstream_ids)
         return graph
+
+    def test(
+        self,
+        *,
+        conf: dict[str, Any] | None = None,
+        logical_date: datetime | None = None,
+        settings: Any = None,
+    ) -> Any:
+        """Run every task of one run of this DAG here, on a throwaway store, printing
+        each task's state, duration and result (Airflow's ``dag.test()``; the CLI's
+        ``orchestrator dags test``). Returns a ``DagTestResult`` (``.state``,
+        ``.tasks``, ``.exit_code``)::
+
+            if __name__ == "__main__":
+                dag.test(conf={"n": 3})
+        """
+        # the engine runs it: reached through importlib, as engine.services.web_ui()
+        # reaches the web UI, so the authoring layer keeps importing nothing above it
+        engine = importlib.import_module("orchestrator.engine.dagtest")
+        return engine.test_dag(self, settings, conf=conf, logical_date=logical_date)
 
     def __repr__(self) -> str:
         return f"<DAG {self.dag_id}>"

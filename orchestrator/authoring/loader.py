@@ -72,7 +72,11 @@ def load_file(path: str) -> list[dag_module.DAG]:
             raise DagImportError(f"{display_path(path)}: not an importable Python file")
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module
-        spec.loader.exec_module(module)
+        dag_module._loading.append(path)
+        try:
+            spec.loader.exec_module(module)
+        finally:
+            dag_module._loading.remove(path)
         dags = list(dag_module._created)
         seen: dict[str, dag_module.DAG] = {}
         for d in dags:

@@ -8,6 +8,7 @@ import json
 import os
 import re
 import socket
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -188,6 +189,19 @@ def format_table(rows: list[dict[str, Any]], columns: Sequence[str]) -> str:
     if not rows:
         lines.append("(none)")
     return "\n".join(lines)
+
+
+def bad_arguments_exit_2(handler: Callable[..., int], *args: Any) -> int:
+    """Run a command whose own statuses are 0 (it worked) and 1 (what it ran failed),
+    so a bad argument (a ConfigError or NotFoundError) is one line and status 2, as a
+    usage error is: ``tasks test`` and ``dags test`` (issue 25)."""
+    from orchestrator.errors import NotFoundError
+
+    try:
+        return handler(*args)
+    except (ConfigError, NotFoundError) as exc:
+        print(f"orchestrator: error: {exc}", file=sys.stderr)
+        return 2
 
 
 def parse_json_object(text: str | None, flag: str) -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""``orchestrator dags ...``: list, parse, show, errors, pause, unpause, trigger, versions."""
+"""``orchestrator dags ...``: list, parse, show, errors, pause, unpause, trigger, test,
+versions."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Any
 
 from orchestrator.cli.common import (
     Parents,
+    bad_arguments_exit_2,
     cli_actor,
     emit,
     format_table,
@@ -37,6 +39,16 @@ def register(sub: Any, parents: Parents) -> None:
         default=None,
         help="the run's logical date (DAG timezone unless an offset is given; default: now)",
     )
+    p = parents.add(
+        dags, "test", "run every task of one run here, on a throwaway store (the store untouched)"
+    )
+    p.add_argument("dag_id")
+    p.add_argument("--conf", default=None, help="JSON object of params, e.g. '{\"n\": 3}'")
+    p.add_argument(
+        "--logical-date",
+        default=None,
+        help="the run's logical date (DAG timezone unless an offset is given; default: now)",
+    )
     from orchestrator.cli import dag_versions  # issue 17
 
     dag_versions.register(dags, parents)
@@ -47,6 +59,8 @@ def register(sub: Any, parents: Parents) -> None:
 def cmd_dags(args: argparse.Namespace, settings: Settings) -> int:
     from orchestrator.engine.processor import DagProcessor
 
+    if args.action == "test":  # issue 25: never opens the store
+        return bad_arguments_exit_2(_dag_test, args, settings)
     store = open_store(settings)
     now = SystemClock().now()
     if args.action == "versions":
@@ -163,3 +177,13 @@ def cmd_dags(args: argparse.Namespace, settings: Settings) -> int:
                 print(f"DAG {args.dag_id} is paused: the run starts when it is unpaused")
         return 0
     raise AssertionError(args.action)
+
+
+def _dag_test(args: argparse.Namespace, settings: Settings) -> int:
+    from orchestrator.engine.dagtest import test_dag
+    from orchestrator.engine.tasktest import find_dag, parse_date
+
+    conf = parse_json_object(args.conf, "--conf")
+    dag = find_dag(settings, args.dag_id)
+    when = None if args.logical_date is None else parse_date(args.logical_date, dag.timezone)
+    return test_dag(dag, settings, conf=conf, logical_date=when).exit_code

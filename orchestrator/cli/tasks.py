@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import json
 from typing import Any
 
 from orchestrator.cli.common import (
     Parents,
+    bad_arguments_exit_2,
     cli_actor,
     emit,
     open_store,
@@ -38,6 +40,21 @@ def register(sub: Any, parents: Parents) -> None:
         'e.g. \'{"path": "part-1.csv"}\'',
     )
     _map_index(p, "a mapped task: which instance to run (default 0)")
+    p.add_argument(
+        "--upstream-result",
+        action="append",
+        type=upstream_result,
+        default=[],
+        metavar="TASK=JSON",
+        help="what ctx.upstream(TASK) returns, e.g. extract='{\"rows\": 3}' (repeatable; "
+        "over those of --from-run)",
+    )
+    p.add_argument(
+        "--from-run",
+        default=None,
+        metavar="RUN_ID",
+        help="read the upstream results (and the logical date and conf) from this stored run",
+    )
     p = parents.add(tasks, "logs", "print a try's log", json_output=True)
     p.add_argument("run_id")
     p.add_argument("task_id")
@@ -76,22 +93,23 @@ def _map_index(p: Any, text: str) -> None:
     p.add_argument("--map-index", type=whole(0), default=None, metavar="N", help=text)
 
 
+def upstream_result(text: str) -> tuple[str, str]:
+    """An argparse type: ``TASK=JSON`` (any JSON value), else a usage error (exit 2)."""
+    task_id, sep, value = text.partition("=")
+    if not sep or not task_id:
+        raise argparse.ArgumentTypeError(f"expected TASK=JSON, e.g. extract='[1, 2]', got {text!r}")
+    try:
+        json.loads(value)
+    except json.JSONDecodeError as exc:
+        raise argparse.ArgumentTypeError(
+            f"{task_id}: not valid JSON ({exc.msg} at column {exc.colno})"
+        ) from None
+    return task_id, value
+
+
 def cmd_tasks(args: argparse.Namespace, settings: Settings) -> int:
     if args.action == "test":
-        from orchestrator.engine.tasktest import run_task_test
-
-        params = parse_json_object(args.params, "--params")
-        value = (
-            parse_json_object(args.map_value, "--map-value") if args.map_value is not None else None
-        )
-        try:  # variables and connections from the database, when there is one
-            found = open_store(settings)
-        except OrchestratorError:
-            found = None
-        return run_task_test(
-            settings, args.dag_id, args.task_id, args.logical_date, params, found,
-            map_index=args.map_index, map_value=value,
-        )  # fmt: skip
+        return bad_arguments_exit_2(_task_test, args, settings)
     store = open_store(settings)
     if args.action in ("why", "failed", "retry"):
         return _dead_letters_and_why(args, settings, store)
@@ -137,6 +155,24 @@ def cmd_tasks(args: argparse.Namespace, settings: Settings) -> int:
             )
         return 0
     raise AssertionError(args.action)
+
+
+def _task_test(args: argparse.Namespace, settings: Settings) -> int:
+    from orchestrator.engine.tasktest import run_task_test
+
+    params = parse_json_object(args.params, "--params")
+    value = parse_json_object(args.map_value, "--map-value") if args.map_value is not None else None
+    try:  # variables and connections from the database, when there is one
+        found = open_store(settings)
+    except OrchestratorError:
+        if args.from_run is not None:
+            raise
+        found = None
+    return run_task_test(
+        settings, args.dag_id, args.task_id, args.logical_date, params, found,
+        map_index=args.map_index, map_value=value,
+        upstream_results=dict(args.upstream_result), from_run=args.from_run,
+    )  # fmt: skip
 
 
 def _count(text: str) -> int:

@@ -1,8 +1,12 @@
 """``orchestrator tasks test``: run one task in this process, without the store.
 
 Useful while writing a DAG: the task's log goes to the terminal, its return value is
-printed, nothing is recorded, and upstream results are empty (``ctx.upstream``
-returns None).
+printed, nothing is recorded. Upstream results are given (``--upstream-result
+extract='{"rows": 3}'``), read from a stored run (``--from-run RUN_ID``, which also
+gives the run's logical date and conf), or else empty (``ctx.upstream`` returns None).
+A shell task runs with its ``env=`` and the ``ORCHESTRATOR_*`` variables a worker sets.
+Exit status: 0 the task succeeded or skipped itself, 1 it failed (the CLI answers 2 for
+bad arguments).
 """
 
 from __future__ import annotations
@@ -26,23 +30,27 @@ from orchestrator.engine.runner import _takes_argument
 from orchestrator.engine.secrets_chain import SecretsChain, chain_asker
 from orchestrator.engine.task_secrets import masked_source
 from orchestrator.errors import ConfigError, Fail, NotFoundError, Skip
+from orchestrator.scheduling.mapping import task_sources
 from orchestrator.settings import Settings
 from orchestrator.store.runs.run_rows import make_run_id
 from orchestrator.store.tasks.task_store import idempotency_key
 
 
 def find_dag(settings: Settings, dag_id: str):  # -> DAG
+    """The DAG ``dag_id``, imported here from the dags folder; NotFoundError, naming the
+    files that could not be imported (the DAG may be in one of them), if none has it."""
+    errors: list[str] = []
     for path in dag_files(settings.dags_folder):
         try:
             dags = load_file(path)
-        except DagImportError:
+        except DagImportError as exc:
+            errors.append(exc.message)
             continue
         for dag in dags:
             if dag.dag_id == dag_id:
                 return dag
-    raise NotFoundError(
-        f"no DAG {dag_id!r} in {settings.dags_folder} (files with import errors were skipped)"
-    )
+    skipped = f"; files with import errors: {' | '.join(errors)}" if errors else ""
+    raise NotFoundError(f"no DAG {dag_id!r} in {settings.dags_folder}{skipped}")
 
 
 def parse_date(text: str | None, timezone: str) -> datetime:
@@ -58,13 +66,18 @@ def parse_date(text: str | None, timezone: str) -> datetime:
 
 
 def mapped_arguments(
-    task, params: dict, map_index: int | None, map_value: dict | None, limit: int
+    task,
+    params: dict,
+    map_index: int | None,
+    map_value: dict | None,
+    limit: int,
+    results: dict[str, str | None] | None = None,
 ) -> tuple[int, dict | None]:
     """The map index and arguments ``tasks test`` runs a task with (None: not mapped).
 
     A mapped task runs one instance: with ``map_value`` (its mapped arguments, given
-    explicitly), or, when it maps over literal lists and params only, item
-    ``map_index`` (default 0) of those."""
+    explicitly), or item ``map_index`` (default 0) of its literal lists, params and
+    upstream ``results`` (JSON, given or read from a stored run)."""
     from orchestrator.scheduling.mapping import (
         BadItem,
         MapError,
@@ -81,15 +94,18 @@ def mapped_arguments(
     kwargs = dict(task.mapping.get("partial") or {})
     if map_value is not None:
         return index, kwargs | map_value
-    sources = task_sources(task.mapping)
-    if sources:
+    results = results or {}
+    missing = [x for x in task_sources(task.mapping) if x not in results]
+    if missing:
         raise ConfigError(
-            f"task {task.task_id!r} is mapped over {', '.join(sources)}, which tasks test "
+            f"task {task.task_id!r} is mapped over {', '.join(missing)}, which tasks test "
             "does not run: give the instance's arguments, e.g. --map-value "
-            '\'{"name": "value"}\''
+            '\'{"name": "value"}\', or the list: --upstream-result '
+            f"{missing[0]}='[...]' or --from-run RUN_ID"
         )
+    decoded = {k: None if v is None else json.loads(v) for k, v in results.items()}
     try:
-        items = map_items(task.mapping, resolve(task.mapping, params, {}), limit=limit,
+        items = map_items(task.mapping, resolve(task.mapping, params, decoded), limit=limit,
                           task_id=task.task_id)  # fmt: skip
     except MapError as exc:
         raise ConfigError(str(exc)) from None
@@ -103,6 +119,23 @@ def mapped_arguments(
     return index, kwargs | items[index]
 
 
+def upstream_of_run(
+    store: Any, run_id: str, dag_id: str, task: Any
+) -> tuple[Any, dict[str, str | None], list[str]]:
+    """``--from-run``: the stored run, the JSON results of ``task``'s upstream tasks in
+    it, and a note for each upstream task that has none (not succeeded there)."""
+    if store is None:
+        raise ConfigError("--from-run reads a stored run, but there is no database to read")
+    run = store.get_run(run_id)  # NotFoundError names it
+    if run.dag_id != dag_id:
+        raise ConfigError(f"--from-run: run {run_id!r} is of DAG {run.dag_id!r}, not {dag_id!r}")
+    ups = sorted(task.upstream_ids)
+    results = store.results(run_id, ups)
+    states = {t.task_id: t.state for t in store.task_instances(run_id) if t.task_id in ups}
+    notes = [f"{u} ({states.get(u, 'missing')})" for u in ups if u not in results]
+    return run, results, notes
+
+
 def run_task_test(
     settings: Settings,
     dag_id: str,
@@ -112,15 +145,37 @@ def run_task_test(
     store: object | None = None,
     map_index: int | None = None,
     map_value: dict | None = None,
+    upstream_results: dict[str, str] | None = None,
+    from_run: str | None = None,
 ) -> int:
+    """Run ``task_id`` of ``dag_id`` here; its exit status (see the module docstring).
+    ``upstream_results``: JSON text by upstream task id, over those of ``from_run``."""
     dag = find_dag(settings, dag_id)
     if task_id not in dag.tasks:
         raise NotFoundError(
             f"DAG {dag_id!r} has no task {task_id!r} (tasks: {', '.join(dag.tasks)})"
         )
     task = dag.tasks[task_id]
-    when = parse_date(logical_date, dag.timezone)
-    interval = dag.schedule.data_interval(when) if dag.schedule.kind != "none" else (when, when)
+    results: dict[str, str | None] = {}
+    notes: list[str] = []
+    stored = None
+    if from_run is not None:
+        stored, results, notes = upstream_of_run(store, from_run, dag_id, task)
+        params = {**stored.conf, **params}
+    stray = sorted(set(upstream_results or {}) - task.upstream_ids)
+    if stray:
+        ups = ", ".join(sorted(task.upstream_ids)) or "none"
+        raise ConfigError(
+            f"--upstream-result: {stray[0]!r} is not an upstream task of {task_id!r} "
+            f"(upstream: {ups})"
+        )
+    results.update(upstream_results or {})
+    if stored is not None and logical_date is None:
+        when = stored.logical_date
+        interval = (stored.data_interval_start, stored.data_interval_end)
+    else:
+        when = parse_date(logical_date, dag.timezone)
+        interval = dag.schedule.data_interval(when) if dag.schedule.kind != "none" else (when, when)
     logger = logging.getLogger(f"task.{dag_id}.{task_id}")
     logger.setLevel(logging.INFO)
     logger.handlers.clear()
@@ -134,8 +189,9 @@ def run_task_test(
     run_id = make_run_id(dag_id, "test", when)
     credentials = masked_source(chain_asker(SecretsChain(store, settings)), masker)
     index, kwargs = mapped_arguments(
-        task, {**dag.params, **params}, map_index, map_value, settings.max_map_length
+        task, {**dag.params, **params}, map_index, map_value, settings.max_map_length, results
     )
+    mapped_over = tuple(task_sources(task.mapping)) if kwargs is not None else ()
     ctx = TaskContext(
         dag_id=dag_id,
         run_id=run_id,
@@ -148,6 +204,8 @@ def run_task_test(
         idempotency_key=idempotency_key(dag_id, run_id, task_id, index),
         log=logger,
         upstream_ids=tuple(sorted(task.upstream_ids)),
+        _results={k: v for k, v in results.items() if k not in mapped_over},
+        mapped_over=mapped_over,
         credentials=credentials,
         outlets=tuple(o.uri for o in task.outlets),  # issue 15: ctx.outlet_event works
         map_index=index,
@@ -155,6 +213,11 @@ def run_task_test(
     )
     if kwargs is not None:
         logger.info("map_index %s with %s", index, json.dumps(kwargs, default=str))
+    if from_run is not None:
+        given = ", ".join(sorted(results)) or "none"
+        logger.info("upstream results from run %s: %s", from_run, given)
+        if notes:
+            logger.info("no result (not succeeded in that run): %s", ", ".join(notes))
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
             return _run(task, ctx, dag, settings, logger, out, kwargs)
@@ -177,7 +240,9 @@ def _run(
     if task.kind == "shell":
         shell = render_shell(task.command, ctx.template_vars(dag.timezone) | (kwargs or {}))
         logger.info("command: %s", shell.display)
-        env = {**os.environ, **shell.env}
+        # as the worker's task process does (engine/runner.py): the task's env=, the
+        # rendered values, then the ORCHESTRATOR_* variables
+        env = {**os.environ, **task.env, **shell.env, **_orchestrator_env(ctx)}
         proc = subprocess.Popen(
             ["/bin/sh", "-c", shell.script], env=env, stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
@@ -235,6 +300,17 @@ def _run(
     return 0
 
 
+def _orchestrator_env(ctx: TaskContext) -> dict[str, str]:
+    return {
+        "ORCHESTRATOR_DAG_ID": ctx.dag_id,
+        "ORCHESTRATOR_RUN_ID": ctx.run_id,
+        "ORCHESTRATOR_TASK_ID": ctx.task_id,
+        "ORCHESTRATOR_TRY_NUMBER": str(ctx.try_number),
+        "ORCHESTRATOR_IDEMPOTENCY_KEY": ctx.idempotency_key,
+        "ORCHESTRATOR_MAP_INDEX": str(ctx.map_index),
+    }
+
+
 class _Terminal:
     """The try's log of a task test: this process's stdout."""
 
@@ -253,7 +329,7 @@ def _test_in_python_env(settings: Settings, dag, task, ctx: TaskContext, logger)
 
     job = {
         "timezone": dag.timezone,
-        "results": {},
+        "results": dict(ctx._results),
         "env": task.env,
         "cwd": os.path.dirname(os.path.abspath(dag.fileloc)) if dag.fileloc else None,
         "venv_cache_dir": settings.venv_cache_dir,

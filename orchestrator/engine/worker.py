@@ -58,7 +58,10 @@ class Worker(TaskProcesses, LeaseKeeping, Prefetching, Dispatching, Rounds):
         queues: tuple[str, ...] = ("default",),
         wake: threading.Event | None = None,
         on_finish: threading.Event | None = None,
+        secrets: SecretsChain | None = None,
     ) -> None:
+        """``secrets``: where tries' variable and connection lookups are answered
+        (default: the environment, this store, the configured backend)."""
         self.store = store
         self.clock = clock
         self.settings = settings
@@ -88,7 +91,8 @@ class Worker(TaskProcesses, LeaseKeeping, Prefetching, Dispatching, Rounds):
         self.ready = threading.Event()  # run_forever: children started, worker registered
         self._logs = LogShipper(store, settings.max_log_bytes)  # try logs to the store
         self._last_ship = time.monotonic()
-        self._secrets = SecretsChain(store, settings)  # what tries' lookups read (issue 16)
+        # what tries' lookups read (issue 16); dags test: the real store, not its own
+        self._secrets = secrets or SecretsChain(store, settings)
         self._checks = 0.0  # monotonic: until then, claim due built-in sensors every round
         # claimed ahead of a free task process (worker_prefetch): (claim, monotonic claimed)
         self.prefetch = settings.worker_prefetch

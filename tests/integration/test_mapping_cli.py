@@ -98,7 +98,7 @@ def test_tasks_test_runs_one_instance_with_an_explicit_value(cli, capsys, write_
     # over params: the item by index
     assert cli("tasks", "test", "mapcli", "shout", "--map-index", "1") == 0
     assert '"yy"' in capsys.readouterr().out
-    assert cli("tasks", "test", "mapcli", "load") == 1
+    assert cli("tasks", "test", "mapcli", "load") == 2  # a bad argument (issue 25)
     assert "mapped over list_files" in capsys.readouterr().err
-    assert cli("tasks", "test", "mapcli", "shout", "--map-index", "5") == 1
+    assert cli("tasks", "test", "mapcli", "shout", "--map-index", "5") == 2
     assert "maps into 2 instance(s)" in capsys.readouterr().err

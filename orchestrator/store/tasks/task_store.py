@@ -374,9 +374,14 @@ class TaskStore(StoreBase):
             raise NotFoundError(f"run {run_id!r} has no task {task_id!r}")
         return TaskInstanceRecord.from_row(row)
 
-    def tries(self, run_id: str, task_id: str, map_index: int | None = None) -> list[TryRecord]:
-        """A task's tries, oldest first (``map_index``: of that instance only)."""
-        q = select(tries).where(tries.c.run_id == run_id, tries.c.task_id == task_id)
+    def tries(
+        self, run_id: str, task_id: str | None = None, map_index: int | None = None
+    ) -> list[TryRecord]:
+        """A task's tries, oldest first (``map_index``: of that instance only); every
+        try of the run without ``task_id``."""
+        q = select(tries).where(tries.c.run_id == run_id)
+        if task_id is not None:
+            q = q.where(tries.c.task_id == task_id)
         if map_index is not None:
             q = q.where(tries.c.map_index == map_index)
         with self.read() as conn:
@@ -406,6 +411,17 @@ class TaskStore(StoreBase):
                 out[r.task_id] = r.result
         out.update({t: "[" + ",".join(v) + "]" for t, v in mapped.items()})
         return out
+
+    def instance_results(self, run_id: str) -> dict[tuple[str, int], str | None]:
+        """The JSON result of every successful task instance of a run, by (task id, map
+        index): ``dags test``'s table (issue 25)."""
+        with self.read() as conn:
+            rows = conn.execute(
+                select(ti.c.task_id, ti.c.map_index, ti.c.result).where(
+                    ti.c.run_id == run_id, ti.c.state == TaskState.SUCCESS
+                )
+            ).all()
+        return {(r.task_id, r.map_index): r.result for r in rows}
 
     def upstream_results(self, wanted: list[tuple[str, Iterable[str]]]) -> list[dict[str, str]]:
         """For each (run_id, upstream task ids): what ``ctx.upstream`` can return there."""
