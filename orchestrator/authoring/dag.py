@@ -618,7 +618,7 @@ class DAG:
     def test(
         self,
         *,
-        conf: dict[str, Any] | None = None,
+        run_conf: dict[str, Any] | None = None,
         logical_date: datetime | None = None,
         settings: Any = None,
     ) -> Any:
@@ -628,12 +628,16 @@ class DAG:
         ``.tasks``, ``.exit_code``)::
 
             if __name__ == "__main__":
-                dag.test(conf={"n": 3})
+                dag.test(run_conf={"n": 3})
+
+        ``run_conf`` is the run's conf (Airflow's name; ``--conf`` of the CLI), a naive
+        ``logical_date`` is wall time in the DAG's timezone, ``settings`` default to the
+        ``ORCHESTRATOR_*`` environment.
         """
         # the engine runs it: reached through importlib, as engine.services.web_ui()
         # reaches the web UI, so the authoring layer keeps importing nothing above it
         engine = importlib.import_module("orchestrator.engine.dagtest")
-        return engine.test_dag(self, settings, conf=conf, logical_date=logical_date)
+        return engine.test_dag(self, settings, conf=run_conf, logical_date=logical_date)
 
     def __repr__(self) -> str:
         return f"<DAG {self.dag_id}>"

@@ -302,9 +302,7 @@ def _label(t: Any) -> str:
 
 
 def _span(x: Any) -> str:
-    if x.end_date is None:
-        return "-"
-    return f"{max((x.end_date - x.start_date).total_seconds(), 0.0):.2f}s"
+    return _seconds_of(_duration(x))
 
 
 def _print_log(path: str, out: TextIO) -> None:
@@ -316,6 +314,7 @@ def _print_log(path: str, out: TextIO) -> None:
 def _result(store: Store, spec: DagSpec, run_id: str, state: str) -> DagTestResult:
     order = {task_id: i for i, task_id in enumerate(spec.topological_order)}
     results = store.instance_results(run_id)
+    last = {x.ti_id: x for x in store.tries(run_id)}  # oldest first: the last one stays
     outcomes = []
     for t in sorted(store.task_instances(run_id), key=lambda t: (order[t.task_id], t.map_index)):
         raw = results.get((t.task_id, t.map_index))
@@ -325,7 +324,7 @@ def _result(store: Store, spec: DagSpec, run_id: str, state: str) -> DagTestResu
                 map_index=t.map_index,
                 state=t.state,
                 tries=t.try_number,
-                duration=_duration(t),
+                duration=_duration(last.get(t.id)),
                 result=None if raw is None else json.loads(raw),
                 error=t.error,
             )
@@ -346,10 +345,11 @@ def _table(result: DagTestResult, out: TextIO) -> None:
     print(f"\nrun {result.run_id}: {result.state}", file=out)
 
 
-def _duration(t: Any) -> float | None:
-    if t.start_date is None or t.end_date is None:
+def _duration(x: Any) -> float | None:
+    """A try's length in seconds (None: no try, or not ended)."""
+    if x is None or x.start_date is None or x.end_date is None:
         return None
-    return max((t.end_date - t.start_date).total_seconds(), 0.0)
+    return max((x.end_date - x.start_date).total_seconds(), 0.0)
 
 
 def _seconds_of(value: float | None) -> str:

@@ -132,7 +132,7 @@ def test_a_run_that_succeeds_exits_0_and_dag_test_returns_its_outcomes(
     from orchestrator.engine.tasktest import find_dag
 
     dag = find_dag(settings, "mapped")
-    result = dag.test(conf={"n": 2, "bad": 99}, settings=settings)
+    result = dag.test(run_conf={"n": 2, "bad": 99}, settings=settings)
     assert result.state == "success" and result.exit_code == 0
     assert [t.label for t in result.tasks] == [
         "create",
