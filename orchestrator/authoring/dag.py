@@ -294,6 +294,16 @@ class Task(Wiring):
         ups = [] if setups is None else _as_list(setups)
         return setup_teardown.mark_teardown(self, ups, on_failure_fail_dagrun, _caller())
 
+    def __enter__(self) -> Task:
+        """``with delete.as_teardown(setups=create):``: see setup_teardown.Scope."""
+        self._scopes = [*getattr(self, "_scopes", []), setup_teardown.Scope(self, _caller())]
+        return self
+
+    def __exit__(self, exc_type: Any, *_: Any) -> None:
+        scope = self._scopes.pop()
+        if exc_type is None:
+            scope.close()
+
     # -- wiring -----------------------------------------------------------------
     def _resolve(self, other: Task | str, where: tuple[str | None, int | None]) -> Task | str:
         if isinstance(other, Task):

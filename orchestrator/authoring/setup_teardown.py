@@ -100,6 +100,45 @@ def mark_teardown(
     return task
 
 
+class Scope:
+    """``with delete.as_teardown(setups=create):`` (or ``with create.as_setup():``): the
+    tasks created inside run after the setups and before the teardowns (Airflow's
+    setup/teardown context manager). On exit, every task made inside with no upstream
+    task made inside gets the setups upstream; every one with no downstream task made
+    inside gets the teardowns downstream."""
+
+    def __init__(self, task: Any, where: Where) -> None:
+        if not (task.is_setup or task.is_teardown):
+            raise _fail(
+                f"task {task.task_id!r} is neither a setup nor a teardown: only those open "
+                "a 'with' block (write `with t.as_teardown(setups=s):`)",
+                where,
+            )
+        self.task = task
+        self.before = set(task.dag.tasks)
+
+    def close(self) -> None:
+        task, dag = self.task, self.task.dag
+        made = [t for t in dag.tasks.values() if t.task_id not in self.before]
+        ids = {t.task_id for t in made}
+        if task.is_teardown:
+            setups = [dag.tasks[u] for u in sorted(task.upstream_ids) if dag.tasks[u].is_setup]
+            teardowns = [task]
+        else:
+            setups = [task]
+            teardowns = [
+                t for t in dag.tasks.values() if t.is_teardown and task.task_id in t.upstream_ids
+            ]
+        inner_up = {u for t in made for u in t.upstream_ids if u in ids}
+        for t in made:
+            if not t.upstream_ids & ids:
+                for s in setups:
+                    s.set_downstream(t)
+            if t.task_id not in inner_up:
+                for end in teardowns:
+                    t.set_downstream(end)
+
+
 def check_dag(dag: Any) -> None:
     """Once a DAG's edges are known: a task right after a setup (a teardown excepted)
     has the trigger rule ``all_success``, as Airflow requires (clearing it clears the

@@ -194,3 +194,39 @@ def test_a_group_ending_in_a_teardown_is_wired_from_the_work_before_it():
     assert after.upstream_ids == {"g.w"}
     assert [x.task_id for x in g.roots()] == ["g.s"]
     assert dag.tasks["g.t"].upstream_ids == {"g.s", "g.w"}
+
+
+def test_the_teardown_as_a_context_manager_wraps_the_tasks_made_inside():
+    """Airflow's ``with delete.as_teardown(setups=create): ...``."""
+    with DAG("st") as dag:
+        create = task(task_id="create")(noop)
+        delete = task(task_id="delete")(noop)
+        with delete.as_teardown(setups=create):
+            a = task(task_id="a")(noop)
+            b = task(task_id="b")(noop)
+            c = task(task_id="c")(noop)
+            a >> b
+        after = task(task_id="after")(noop)
+    assert a.upstream_ids == {"create"} and c.upstream_ids == {"create"}
+    assert b.upstream_ids == {"a"}
+    assert delete.upstream_ids == {"create", "b", "c"}
+    assert after.upstream_ids == set()
+    assert spec_of(dag).setup_teardown.clear_targets("b") == ["b", "create", "delete"]
+
+
+def test_a_setup_as_a_context_manager_runs_before_and_its_teardowns_after():
+    with DAG("st"):
+        create = task(task_id="create")(noop)
+        delete = task(task_id="delete")(noop).as_teardown(setups=create)
+        with create:
+            w = task(task_id="w")(noop)
+    assert w.upstream_ids == {"create"} and delete.upstream_ids == {"create", "w"}
+
+
+def test_only_a_setup_or_a_teardown_opens_a_with_block():
+    with DAG("st"):
+        plain = task(task_id="plain")(noop)
+        line = here() + 1
+        with pytest.raises(DagDefinitionError) as err, plain:
+            pass
+    assert_error_at(err, line, "task 'plain' is neither a setup nor a teardown")
