@@ -75,7 +75,10 @@ def decide(
     states = [TaskState(s) for s in upstream_states]
     if rule is TriggerRule.ALWAYS or not states:
         return Decision.RELEASE
-    constraint = _setup_constraint([TaskState(s) for s in indirect_setups])
+    indirect = [TaskState(s) for s in indirect_setups]
+    if not indirect:  # the common case, kept as cheap as before setups existed
+        return _direct(rule, states, [TaskState(s) for s in setups])
+    constraint = _setup_constraint(indirect)
     if constraint in (Decision.UPSTREAM_FAILED, Decision.SKIP):
         return constraint
     decision = _direct(rule, states, [TaskState(s) for s in setups])
