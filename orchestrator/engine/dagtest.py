@@ -107,12 +107,10 @@ class _RealStoreCredentials:
     def _open(self) -> Store | None:
         if not self._tried:
             self._tried = True
-            path = sqlite_path(self.settings.database_url)
-            if path is None or os.path.exists(path):
-                try:
-                    self._store = Store(self.settings.database_url, settings=self.settings)
-                except Exception as exc:  # noqa: BLE001 - then only env and backend answer
-                    log.warning("dags test: cannot read the store's variables: %s", exc)
+            try:
+                self._store = Store(self.settings.database_url, settings=self.settings)
+            except Exception as exc:  # noqa: BLE001 - then only env and backend answer
+                log.warning("dags test: cannot read the store's variables: %s", exc)
         return self._store
 
     def get_variable(self, name: str, box: Any) -> Any:
@@ -161,7 +159,9 @@ def test_dag(
         logical_date = logical_date.replace(tzinfo=ZoneInfo(dag.timezone))
     clock = SystemClock()
     folder = tempfile.mkdtemp(prefix="orchestrator-dags-test-")
-    credentials = _RealStoreCredentials(settings)
+    # no SQLite file: no database to read (and no key file made for one)
+    path = sqlite_path(settings.database_url)
+    credentials = None if path and not os.path.exists(path) else _RealStoreCredentials(settings)
     try:
         here = _throwaway(settings, folder)
         store = Store(here.database_url, settings=here)
@@ -172,7 +172,8 @@ def test_dag(
         finally:
             store.dispose()
     finally:
-        credentials.dispose()
+        if credentials is not None:
+            credentials.dispose()
         shutil.rmtree(folder, ignore_errors=True)
 
 
@@ -206,7 +207,7 @@ def _run(
     store: Store,
     here: Settings,
     settings: Settings,
-    credentials: _RealStoreCredentials,
+    credentials: _RealStoreCredentials | None,
     clock: SystemClock,
     conf: dict[str, Any] | None,
     logical_date: datetime | None,
