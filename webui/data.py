@@ -23,13 +23,15 @@ from orchestrator.authoring.templating import render_command
 from orchestrator.errors import OrchestratorError
 from orchestrator.scheduling.explain import Reason, explain_task
 from orchestrator.store import Store
+from orchestrator.store.core.records import RunRecord
+from orchestrator.store.reads.dag_pages import Cell
 from orchestrator.store.tasks.task_store import idempotency_key
 
-from . import queries, task_groups
+from . import task_groups
 from .cron_words import schedule_in_words
 from .gantt import gantt
 from .layouts import Layouts
-from .mapped import task_counts
+from .mapped import add_mapped_cells, merge_lines, merge_states, merge_tries
 
 RECENT_RUNS = 10
 GRID_RUNS = 25
@@ -62,8 +64,8 @@ def dag_list(store: Store, *, tag: str = "", search: str = "") -> dict[str, Any]
         needle = search.lower()
         dags = [d for d in dags if needle in d.dag_id.lower()]
     ids = [d.dag_id for d in dags]
-    specs = queries.current_specs(store, ids)
-    marks = queries.recent_runs(store, per_dag=RECENT_RUNS, dag_ids=ids)
+    specs = store.current_specs(ids)
+    marks = store.recent_runs(per_dag=RECENT_RUNS, dag_ids=ids)
     rows = [
         {"dag": d, "words": words(specs[d.dag_id]), "marks": marks.get(d.dag_id, [])} for d in dags
     ]
@@ -88,6 +90,16 @@ def grid_runs(tasks: int) -> int:
     return max(1, min(GRID_RUNS, GRID_CELLS // max(tasks, 1)))
 
 
+def grid(
+    store: Store, dag_id: str, *, limit: int
+) -> tuple[list[RunRecord], dict[tuple[str, str], Cell]]:
+    """The latest ``limit`` runs (oldest first) and their cells by (run_id, task_id),
+    a mapped task's instances summed up in one cell."""
+    runs, cells, mapped = store.dag_grid(dag_id, limit=limit)
+    add_mapped_cells(cells, mapped)
+    return runs, cells
+
+
 def dag_page(
     store: Store,
     layouts: Layouts,
@@ -101,19 +113,19 @@ def dag_page(
     dag = store.get_dag(dag_id)
     spec = store.spec(dag_id, dag.version_hash)
     columns = grid_runs(len(spec.tasks))
-    runs, cells = queries.grid(store, dag_id, limit=columns)
+    runs, cells = grid(store, dag_id, limit=columns)
     selected = next((r for r in runs if r.run_id == run_id), runs[-1] if runs else None)
     if run_id and (selected is None or selected.run_id != run_id):
         selected = store.get_run(run_id)
     states: dict[str, str] = {}
     map_counts: dict[str, dict[str, int]] = {}
     if selected is not None:
-        states = queries.task_states(store, selected.run_id)
+        states = merge_states(*store.run_task_states(selected.run_id))
         if spec.mapped_tasks:
-            map_counts = task_counts(store, selected.run_id)
+            map_counts = store.mapped_counts(selected.run_id)
     page = max(page, 1)
-    history, total = queries.runs_page(
-        store, dag_id, state=state or None, offset=(page - 1) * HISTORY_PAGE, limit=HISTORY_PAGE,
+    history, total = store.runs_page(
+        dag_id, state=state or None, offset=(page - 1) * HISTORY_PAGE, limit=HISTORY_PAGE,
         count_up_to=RUN_COUNT_UP_TO,
     )  # fmt: skip
     more = total > RUN_COUNT_UP_TO  # "10000+ runs": counting them all costs O(history)
@@ -153,29 +165,29 @@ def run_facts(store: Store, run_id: str) -> dict[str, Any]:
     run = store.get_run(run_id)
     dag = store.get_dag(run.dag_id)
     spec = store.spec(run.dag_id, run.version_hash)
-    tis = queries.task_instances(store, run_id)
+    tis = store.task_instances_without_results(run_id)
     rank = {t: i for i, t in enumerate(spec.topological_order)}
     return {
         "run": run,
         "dag": dag,
         "spec": spec,
         "tis": sorted(tis, key=lambda t: rank.get(t.task_id, 0)),
-        "tries": queries.run_tries(store, run_id),
+        "tries": store.run_tries(run_id),
         "states": {t.task_id: t.state for t in tis},
     }
 
 
 def run_page(store: Store, layouts: Layouts, run_id: str, now: datetime) -> dict[str, Any]:
     """What :func:`run_facts` reads, as much as the page shows of it (task instances
-    and tries as :class:`queries.TaskLine` / :class:`queries.TryLine`, not records),
+    and tries as ``store.reads.run_pages.TaskLine`` / ``TryLine`` tuples, not records),
     and what only the page draws: the graph and the Gantt chart."""
     run = store.get_run(run_id)
     dag = store.get_dag(run.dag_id)
     spec = store.spec(run.dag_id, run.version_hash)
     # a mapped task is one line, one row of the Gantt chart and one bar of its tries,
     # summed up by the database (10,000 instances are a GROUP BY, not 10,000 rows)
-    lines, counts = queries.merge_lines(*queries.run_lines(store, run_id))
-    tries = queries.merge_tries(*queries.run_try_lines(store, run_id))
+    lines, counts = merge_lines(*store.run_lines(run_id))
+    tries = merge_tries(*store.run_try_lines(run_id))
     states = {t.task_id: t.state for t in lines}
     order = [t for t in spec.topological_order if t in states]
     rank = {t: i for i, t in enumerate(spec.topological_order)}
@@ -302,7 +314,7 @@ def task_page(
         "logs": logs,
         "upstream": upstream,
         "results": results,
-        "result": queries.result_of(store, run_id, task_id, ti.map_index),
+        "result": store.result_of(run_id, task_id, ti.map_index),
         "mapped": bool(task is not None and task.mapped),
         "map_kwargs": json.loads(ti.map_kwargs) if ti.map_kwargs else None,
         "command": command,

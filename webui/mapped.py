@@ -2,8 +2,9 @@
 its instances counted by state, and a paged list of the instances (issue 14).
 
 A mapped task may have 10,000 instances; the run page, graph and grid show it as one
-line whose state sums the instances up (:func:`summary_state`), and the instance list
-reads one page at a time through the unique key (run_pk, task_id, map_index).
+line whose state sums the instances up (:func:`summary_state`), from the counts by
+state the store reads (``store/reads/``), and the instance list reads one page at a
+time (``store.mapped_instances``). Nothing here builds SQL.
 
 >>> summary_state({"success": 9998, "running": 2})
 'running'
@@ -12,13 +13,11 @@ reads one page at a time through the unique key (run_pk, task_id, map_index).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import func, select
-
 from orchestrator.store import Store
-from orchestrator.store.core import models as m
+from orchestrator.store.reads.dag_pages import Cell, MappedCells
+from orchestrator.store.reads.run_pages import MappedLine, MappedTries, TaskLine, TryLine
 
 # which state a mapped task shows, first match wins: work in progress, then trouble
 _PRECEDENCE = (
@@ -80,66 +79,19 @@ def counts_text(counts: Mapping[str, int]) -> str:
     return ", ".join(f"{counts[s]} {s.replace('_', ' ')}" for s in order)
 
 
-def task_counts(store: Store, run_id: str) -> dict[str, dict[str, int]]:
-    """The run's mapped tasks' instances by state (one grouped, indexed query)."""
-    ti = m.task_instances
-    out: dict[str, dict[str, int]] = {}
-    with store.read() as conn:
-        rows = conn.execute(
-            select(ti.c.task_id, ti.c.state, func.count())
-            .where(ti.c.run_id == run_id, ti.c.map_index >= 0)
-            .group_by(ti.c.task_id, ti.c.state)
-        ).all()
-    for task_id, state, n in rows:
-        out.setdefault(task_id, {})[state] = n
-    return out
-
-
-@dataclass(frozen=True)
-class InstanceLine:
-    map_index: int
-    state: str
-    try_number: int
-    max_tries: int
-    start_date: Any
-    end_date: Any
-    owner: str | None
-    map_kwargs: str | None
-
-
 def instances_page(
     store: Store, run_id: str, task_id: str, *, state: str = "", page: int = 1
 ) -> dict[str, Any]:
     """One page of a task's instances in map order, its counts by state, and paging."""
-    from orchestrator.errors import NotFoundError
-
-    ti = m.task_instances
-    run = store.get_run(run_id)
     page = max(page, 1)
-    cond = [ti.c.run_pk == run.id, ti.c.task_id == task_id]
-    with store.read() as conn:
-        counts = dict(
-            conn.execute(select(ti.c.state, func.count()).where(*cond).group_by(ti.c.state)).all()
-        )
-        if not counts:
-            raise NotFoundError(f"run {run_id!r} has no task {task_id!r}")
-        if state:
-            cond.append(ti.c.state == state)
-        rows = conn.execute(
-            select(
-                ti.c.map_index, ti.c.state, ti.c.try_number, ti.c.max_tries, ti.c.start_date,
-                ti.c.end_date, ti.c.owner, ti.c.map_kwargs,
-            )
-            .where(*cond)
-            .order_by(ti.c.map_index)
-            .offset((page - 1) * INSTANCES_PAGE)
-            .limit(INSTANCES_PAGE)
-        ).all()  # fmt: skip
+    run, counts, instances = store.mapped_instances(
+        run_id, task_id, state=state, offset=(page - 1) * INSTANCES_PAGE, limit=INSTANCES_PAGE
+    )
     total = counts.get(state, 0) if state else sum(counts.values())
     return {
         "run": run,
         "task_id": task_id,
-        "instances": [InstanceLine(*row) for row in rows],
+        "instances": instances,
         "counts": dict(sorted(counts.items())),
         "counts_text": counts_text(counts),
         "total": total,
@@ -147,3 +99,76 @@ def instances_page(
         "page": page,
         "pages": max((total + INSTANCES_PAGE - 1) // INSTANCES_PAGE, 1),
     }
+
+
+def add_mapped_cells(cells: dict[tuple[str, str], Cell], mapped: MappedCells) -> None:
+    """Add to a grid's ``cells`` one cell per mapped task, summing up its instances
+    counted by state (``store.dag_grid``'s third part)."""
+    for key, by_state in mapped.items():
+        counts = {s: n for s, (n, _) in by_state.items()}
+        tries = max(t for _, t in by_state.values())
+        cells[key] = Cell(summary_state(counts), tries, sum(counts.values()))
+
+
+def merge_states(plain: dict[str, str], mapped: Mapping[str, Mapping[str, int]]) -> dict[str, str]:
+    """task_id -> state for a run's graph (``store.run_task_states``): a mapped task's
+    instances summed up in one state."""
+    plain.update({t: summary_state(c) for t, c in mapped.items()})
+    return plain
+
+
+def merge_lines(
+    plain: list[TaskLine], grouped: list[MappedLine]
+) -> tuple[list[TaskLine], dict[str, dict[str, int]]]:
+    """The run page's lines from ``store.run_lines``: the unmapped ones, then one line
+    per mapped task summing up its groups; and those tasks' counts by state."""
+    by_task: dict[str, list[MappedLine]] = {}
+    for g in grouped:
+        by_task.setdefault(g.task_id, []).append(g)
+    out = list(plain)
+    counts: dict[str, dict[str, int]] = {}
+    if not by_task:
+        return out, counts
+    for task_id, groups in by_task.items():
+        counts[task_id] = {g.state: g.count for g in groups}
+        starts = [g.start_date for g in groups if g.start_date is not None]
+        ends = [g.end_date for g in groups if g.end_date is not None]
+        still_open = any(g.open for g in groups)
+        out.append(
+            TaskLine(
+                task_id=task_id,
+                state=summary_state(counts[task_id]),
+                try_number=max(g.try_number for g in groups),
+                max_tries=max(g.max_tries for g in groups),
+                owner=None,
+                start_date=min(starts) if starts else None,
+                end_date=None if still_open or not ends else max(ends),
+                map_index=0,
+            )
+        )
+    return out, counts
+
+
+def merge_tries(plain: list[TryLine], grouped: list[MappedTries]) -> list[TryLine]:
+    """The Gantt chart's tries from ``store.run_try_lines``: a mapped task's tries as
+    one span from its first start to its last end."""
+    by_task: dict[str, list[MappedTries]] = {}
+    for g in grouped:
+        by_task.setdefault(g.task_id, []).append(g)
+    out = list(plain)
+    if not by_task:
+        return out
+    for task_id, groups in by_task.items():
+        counts = {g.state: 1 for g in groups}
+        ends = [g.end_date for g in groups if g.end_date is not None]
+        out.append(
+            TryLine(
+                task_id=task_id,
+                try_number=1,
+                state=summary_state(counts),
+                start_date=min(g.start_date for g in groups),
+                end_date=None if any(g.open for g in groups) or not ends else max(ends),
+                map_index=0,
+            )
+        )
+    return out

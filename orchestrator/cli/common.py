@@ -133,9 +133,8 @@ def load_settings(args: argparse.Namespace) -> Settings:
 
 
 def open_store(settings: Settings) -> Any:
-    from sqlalchemy import inspect
-
     from orchestrator.store import Store
+    from orchestrator.store.core.db import has_schema
     from orchestrator.store.core.identity import record_database, refuse_lost_database, sqlite_path
 
     path = sqlite_path(settings.database_url)
@@ -148,7 +147,7 @@ def open_store(settings: Settings) -> Any:
     store = Store(settings.database_url, settings=settings)
     _opened.append(store)
     try:
-        present = inspect(store.engine).has_table("dag_runs")
+        present = has_schema(store.engine)
     except Exception as exc:  # noqa: BLE001
         raise ConfigError(f"cannot reach the database: {str(exc).splitlines()[0]}") from None
     if not present:

@@ -73,17 +73,15 @@ def cmd_db(args: argparse.Namespace, settings: Settings) -> int:
 
 def cmd_db_init(args: argparse.Namespace, settings: Settings) -> int:
     """A new database; refused where one with a schema already is (that is 'upgrade')."""
-    from sqlalchemy import inspect
-
     from orchestrator.engine.services import _safe_url, prepare_database
-    from orchestrator.store.core.db import make_engine
+    from orchestrator.store.core.db import has_schema, make_engine
     from orchestrator.store.core.identity import sqlite_path
 
     path = sqlite_path(settings.database_url)
     if path is None or os.path.exists(path):
         engine = make_engine(settings.database_url)
         try:
-            present = inspect(engine).has_table("dag_runs")
+            present = has_schema(engine)
         finally:
             engine.dispose()
         if present:

@@ -11,7 +11,6 @@ import ast
 from pathlib import Path
 
 import networkx as nx
-import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -235,6 +234,38 @@ def test_store_methods_called_through_self_only_go_down_the_aggregates(tmp_path:
     assert store_upward_calls([probe], owner) == ["probe.py:2 (runs) calls tasks's claim"]
 
 
+def shadowed_methods(cls: type) -> list[str]:
+    """Names defined by more than one of the classes ``cls`` is composed of: all but the
+    first in its MRO are silently hidden."""
+    owners: dict[str, list[str]] = {}
+    for base in cls.__mro__[1:]:
+        if base is object or base.__name__.endswith("Aggregate"):
+            continue
+        for name in vars(base):
+            if not (name.startswith("__") and name.endswith("__")):
+                owners.setdefault(name, []).append(f"{base.__module__}.{base.__name__}")
+    return [f"{name}: {', '.join(by)}" for name, by in sorted(owners.items()) if len(by) > 1]
+
+
+def test_no_store_method_hides_another():
+    """Store is one namespace made of every aggregate's classes: a read named like a
+    transition (``task_instances``) would replace it for every caller, unnoticed."""
+    from orchestrator.store import Store
+    from orchestrator.store.reads.run_pages import RunPagesStore
+    from orchestrator.store.tasks.task_store import TaskStore
+
+    assert shadowed_methods(Store) == []
+
+    class Clash(RunPagesStore):
+        def task_instances(self) -> None: ...
+
+    class Both(Clash, TaskStore): ...
+
+    assert shadowed_methods(Both) == [
+        f"task_instances: {__name__}.Clash, orchestrator.store.tasks.task_store.TaskStore"
+    ]
+
+
 def _imported_names(path: Path) -> list[tuple[str, int]]:
     names = []
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
@@ -273,9 +304,6 @@ def _outside_store() -> list[Path]:
     ]
 
 
-@pytest.mark.xfail(
-    strict=True, reason="issue 23 item 4: webui/cli/metrics reads move into store/reads/"
-)
 def test_only_the_store_reads_the_tables():
     assert outside_store_sql(_outside_store()) == []
 

@@ -7,8 +7,6 @@ from datetime import UTC, datetime
 
 from sqlalchemy import event
 
-from webui.queries import recent_runs, runs_page
-
 START = datetime(2026, 1, 1, tzinfo=UTC)  # the start of the fixtures' clock
 XSS = ["<script>alert(1)</script>", '"><img src=x onerror=alert(1)>']
 INLINE_SCRIPT = re.compile(r"<script(?![^>]*\bsrc=\"/static/app\.js\")")
@@ -76,23 +74,23 @@ def test_recent_runs_query_returns_records_per_dag(store, make_dag, make_runs):
     make_dag("b")
     runs = make_runs("a", ["success", "failed", "running"])
 
-    marks = recent_runs(store, per_dag=2)
+    marks = store.recent_runs(per_dag=2)
 
     assert [mk.run_id for mk in marks["a"]] == [runs[1].run_id, runs[2].run_id]
     assert marks["a"][0].logical_date == runs[1].logical_date
     assert marks["a"][0].logical_date.tzinfo is not None
     assert "b" not in marks
-    assert recent_runs(store, dag_ids=["b"]) == {}
-    assert recent_runs(store, dag_ids=[]) == {}
+    assert store.recent_runs(dag_ids=["b"]) == {}
+    assert store.recent_runs(dag_ids=[]) == {}
 
 
 def test_run_history_count_stops_at_its_cap(store, make_dag, make_runs):
     # counting a DAG's whole history costs O(runs): the page counts up to a cap
     make_dag("a")
     make_runs("a", ["success"] * 5)
-    assert runs_page(store, "a", state=None, offset=0, limit=2)[1] == 5
-    assert runs_page(store, "a", state=None, offset=0, limit=2, count_up_to=3)[1] == 4
-    assert runs_page(store, "a", state=None, offset=0, limit=2, count_up_to=9)[1] == 5
+    assert store.runs_page("a", state=None, offset=0, limit=2)[1] == 5
+    assert store.runs_page("a", state=None, offset=0, limit=2, count_up_to=3)[1] == 4
+    assert store.runs_page("a", state=None, offset=0, limit=2, count_up_to=9)[1] == 5
 
 
 def test_dag_list_query_count_does_not_grow_with_dags(client, store, make_dag, make_runs):

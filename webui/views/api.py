@@ -11,7 +11,7 @@ from werkzeug.wrappers import Response
 
 from orchestrator.store.core.records import DagRecord
 
-from .. import data, mapped, queries
+from .. import data, mapped
 from ..current import get_settings, get_store, now
 from ..formatting import iso
 from ..inputs import int_arg
@@ -92,8 +92,8 @@ def runs(dag_id: str) -> Response:
     store = get_store()
     store.get_dag(dag_id)  # 404 for an unknown DAG, not an empty list
     offset = int_arg("offset", 0) or 0
-    items, total = queries.runs_page(
-        store, dag_id, state=request.args.get("state") or None, offset=offset, limit=_limit()
+    items, total = store.runs_page(
+        dag_id, state=request.args.get("state") or None, offset=offset, limit=_limit()
     )
     return jsonify({"dag_runs": [r.to_dict() for r in items], "total_entries": total})
 
@@ -102,7 +102,7 @@ def runs(dag_id: str) -> Response:
 def grid(dag_id: str) -> Response:
     store = get_store()
     spec = store.current_spec(dag_id)
-    runs_, cells = queries.grid(store, dag_id, limit=_limit(data.GRID_RUNS))
+    runs_, cells = data.grid(store, dag_id, limit=_limit(data.GRID_RUNS))
     by_run: dict[str, dict[str, Any]] = {r.run_id: {} for r in runs_}
     for (rid, t), c in cells.items():  # one pass over the cells, not one per run
         by_run[rid][t] = {"state": c.state, "try_number": c.try_number}
@@ -117,7 +117,7 @@ def grid(dag_id: str) -> Response:
 @bp.get("/dags/<dag_id>/summary")
 def dag_summary(dag_id: str) -> Response:
     """What an open DAG page polls: its latest runs' task states counted, not its cells."""
-    body = queries.dag_summary(get_store(), dag_id, limit=_limit(data.GRID_RUNS))
+    body = get_store().dag_summary(dag_id, limit=_limit(data.GRID_RUNS))
     if not body:
         from orchestrator.errors import NotFoundError
 
@@ -142,7 +142,7 @@ def run(run_id: str) -> Response:
 @bp.get("/runs/<run_id>/summary")
 def run_summary(run_id: str) -> Response:
     """What an open run page polls: a few indexed counts, whatever the run's size."""
-    body = queries.run_summary(get_store(), run_id)
+    body = get_store().run_summary(run_id)
     if not body:
         from orchestrator.errors import NotFoundError
 

@@ -35,7 +35,6 @@ from werkzeug.wrappers import Response
 from orchestrator.store.core.identity import sqlite_path
 
 from ..current import get_settings, get_store, now
-from ..queries import health_facts
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +70,7 @@ class _DatabaseCheck:
 def _ask_database(store: Any) -> _DatabaseAnswer:
     facts, read_error, write_error = None, None, None
     try:
-        facts = health_facts(store)
+        facts = store.health_facts()
     except Exception as exc:  # noqa: BLE001 - any failure means "not healthy"
         log.warning("health check: the metadata database did not answer", exc_info=True)
         read_error = f"the metadata database did not answer ({_describe(exc)})"

@@ -271,3 +271,12 @@ def upgrade(url: str, revision: str = "head") -> None:
         engine.dispose()
     if after != before:
         log.info("migrated the schema from %s to %s", before or "nothing", after)
+
+
+def has_schema(engine: Engine) -> bool:
+    """Whether the database behind ``engine`` has the orchestrator's tables (its
+    ``dag_runs`` table): False for a database nobody has migrated yet. The CLI asks
+    before it opens a store or creates a database."""
+    from sqlalchemy import inspect
+
+    return inspect(engine).has_table("dag_runs")
