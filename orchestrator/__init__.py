@@ -25,10 +25,13 @@ __all__ += ["Client", "ClientError"]  # issue 17: the API client
 # issue 15: sensors (``@task.sensor`` is on ``task``; built-ins in orchestrator.sensors)
 __all__ += ["PokeReturnValue"]
 __all__ += ["setup", "teardown"]  # issue 25: setup and teardown tasks
+__all__ += ["Param"]  # issue 25: typed params (JSON Schema)
 
 
 def __getattr__(name: str) -> Any:  # imported lazily so store-only processes stay light
-    if name in ("DAG", "Task", "task", "PokeReturnValue", "setup", "teardown", *_ASSET_NAMES):
+    if name in (
+        "DAG", "Task", "task", "PokeReturnValue", "setup", "teardown", "Param", *_ASSET_NAMES
+    ):  # fmt: skip
         from orchestrator.authoring import dag
 
         return getattr(dag, name)

@@ -234,6 +234,12 @@ def rendered_command(
     if task.mapping is not None:
         kwargs = dict(task.mapping.get("partial") or {})
         kwargs.update(json.loads(getattr(ti, "map_kwargs", None) or "{}"))
+    if task.user_templates:  # issue 25: rendering them would run the DAG file's code
+        return "", (
+            "its templates use the DAG's user_defined_macros or user_defined_filters, which "
+            "only a task process renders (the web UI never imports DAG files): the try's "
+            "log shows the command it ran"
+        )
     params = dict(spec.params)
     params.update(run.conf)
     ctx = TaskContext(
@@ -249,6 +255,8 @@ def rendered_command(
         log=logging.getLogger(__name__),
         credentials=credentials,
         map_index=map_index,
+        timezone=spec.timezone,
+        conf=run.conf,
     )
     try:
         if task.http is not None:

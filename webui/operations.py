@@ -90,9 +90,16 @@ MAX_BACKFILL = 1000
 
 
 def backfill(
-    store: Store, dag_id: str, start: str, end: str, now: datetime, who: str | None = None
+    store: Store,
+    dag_id: str,
+    start: str,
+    end: str,
+    now: datetime,
+    who: str | None = None,
+    conf: dict[str, Any] | None = None,
 ) -> str:
-    """Runs for every fire time from day ``start`` to day ``end`` (in the DAG's zone)."""
+    """Runs for every fire time from day ``start`` to day ``end`` (in the DAG's zone),
+    with ``conf`` (checked against the DAG's params: ConfigError, nothing stored)."""
     dag = store.get_dag(dag_id)
     spec = store.spec(dag_id, dag.version_hash)
     zone = ZoneInfo(spec.timezone)
@@ -121,6 +128,7 @@ def backfill(
         end=hi,
         max_active_runs=spec.max_active_runs,
         triggered_by=who,
+        conf=conf,
     )
     return (
         f"Backfill {record.id} of {dag_id} from {start} to {end}: {counts['created']} run(s) "

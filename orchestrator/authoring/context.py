@@ -13,8 +13,8 @@ from orchestrator.authoring.credentials import (
     CredentialSource,
     read_connection,
     read_variable,
-    template_credentials,
 )
+from orchestrator.authoring.template_context import template_variables
 
 _MISSING: Any = object()
 MAX_OUTLET_EXTRA_BYTES = 65536  # as an external event's extra (store.assets.asset_store)
@@ -83,6 +83,8 @@ class TaskContext:
     _outlet_extras: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)
     # the DAG's timezone: ds, ds_nodash and ts are in it, as in shell templates
     timezone: str = "UTC"
+    # issue 25: the conf the run was triggered with, as given ({{ dag_run.conf }})
+    conf: dict[str, Any] = field(default_factory=dict)
 
     @property
     def ds(self) -> str:
@@ -166,21 +168,7 @@ class TaskContext:
         return read_connection(self.credentials, name)
 
     def template_vars(self, timezone: str) -> dict[str, Any]:
-        """Variables for shell-task templates; ``ds``/``ts`` are in the DAG's timezone."""
-        local = self._local(timezone)
-        return {
-            "dag_id": self.dag_id,
-            "run_id": self.run_id,
-            "task_id": self.task_id,
-            "ds": local.strftime("%Y-%m-%d"),
-            "ds_nodash": local.strftime("%Y%m%d"),
-            "ts": local.isoformat(),
-            "logical_date": self.logical_date.isoformat(),
-            "data_interval_start": self.data_interval_start.isoformat(),
-            "data_interval_end": self.data_interval_end.isoformat(),
-            "try_number": self.try_number,
-            "params": self.params,
-            "idempotency_key": self.idempotency_key,
-            **template_credentials(self.credentials),
-            "map_index": self.map_index,
-        }
+        """Variables for templates (shell commands and ``env=``, HTTP requests, sensors'
+        arguments); ``ds``/``ts`` are in the DAG's timezone
+        (:func:`~orchestrator.authoring.template_context.template_variables`)."""
+        return template_variables(self, timezone)

@@ -24,7 +24,6 @@ A DAG file builds DAG objects; nothing here touches the database. Mistakes raise
 from __future__ import annotations
 
 import importlib
-import json
 import re
 from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta
@@ -43,6 +42,8 @@ from orchestrator.authoring.assets import (  # Asset... re-exported: orchestrato
 )
 from orchestrator.authoring.http_request import HttpSpecError, http_spec
 from orchestrator.authoring.mapped import ParamRef, Partial, check_partial, declare
+from orchestrator.authoring.params import Param  # noqa: F401 - public: orchestrator.Param
+from orchestrator.authoring.params import declare as declare_params
 from orchestrator.authoring.python_env import function_source, python_env_options
 from orchestrator.authoring.sensor import (  # issue 15
     PokeReturnValue,  # noqa: F401 - public: orchestrator.PokeReturnValue
@@ -51,7 +52,14 @@ from orchestrator.authoring.sensor import (  # issue 15
     split_sensor_options,
 )
 from orchestrator.authoring.task_controls import SKIP_EXIT_CODE
-from orchestrator.authoring.templating import TemplateRenderError, check_template
+from orchestrator.authoring.task_templates import (
+    check_dag_templates,
+    check_shell_command,
+    env_option,
+    template_file,
+)
+from orchestrator.authoring.template_check import user_templates
+from orchestrator.authoring.templating import TemplateRenderError
 from orchestrator.authoring.where import caller as _caller
 from orchestrator.authoring.where import definition_error as _fail
 from orchestrator.authoring.wiring import Wiring
@@ -100,6 +108,18 @@ def _as_timedelta(name: str, value: Any, where: tuple[str | None, int | None]) -
             f"{name} must be a non-negative timedelta or number of seconds, got {value!r}", where
         )
     return value
+
+
+def _search_path(dag_id: str, value: Any, where: tuple[str | None, int | None]) -> list[str]:
+    """``template_searchpath``: a folder or a list of folders (strings)."""
+    folders = [value] if isinstance(value, str) else list(value or ())
+    if not all(isinstance(f, str) and f for f in folders):
+        raise _fail(
+            f"DAG {dag_id!r}: template_searchpath must be a folder or a list of folders, "
+            f"got {value!r}",
+            where,
+        )
+    return folders
 
 
 def _or_default(value: timedelta | None, default: timedelta | None) -> timedelta | None:
@@ -171,6 +191,7 @@ class Task(Wiring):
         self.dag = dag
         self.fn = fn
         self.command = command
+        self.command_file: str | None = None  # issue 25: a .sh/.sql template file's path
         self.http = http  # the request of an HTTP task (authoring/http_request.py)
         self.response_check = response_check
         self.kind = "python" if fn is not None else "http" if http is not None else "shell"
@@ -216,7 +237,9 @@ class Task(Wiring):
             raise _fail(f"task {task_id!r}: pool_slots must be an integer >= 1", where)
         self.pool_slots = pool_slots
         self.description = description
-        self.env = dict(env or {})
+        # issue 25: env values are templates (files too), rendered for each try
+        self.env, self.env_files = env_option(dag, task_id, env, where)
+        self.user_templates = False  # its templates use user_defined_macros/filters
         # a branch task returns the task id (or list of ids) of the direct downstream
         # tasks to follow; its other direct downstream tasks are skipped
         self.branch = bool(branch)
@@ -242,10 +265,8 @@ class Task(Wiring):
         if command is not None:
             if not isinstance(command, str) or not command.strip():
                 raise _fail(f"task {task_id!r}: command must be a non-empty string", where)
-            try:
-                check_template(command)
-            except TemplateRenderError as exc:
-                raise _fail(f"task {task_id!r}: {exc}", where) from None
+            self.command, self.command_file = template_file(dag, task_id, command, where)
+            check_shell_command(task_id, self.command, self.command_file, where)
         # @task.virtualenv / @task.external_python: the interpreter it runs in, and the
         # function's source for it (authoring/python_env.py)
         self.python_env = python_env
@@ -406,17 +427,16 @@ class DAG:
         on_missed: Callable[..., Any] | None = None,
         max_active_tasks: int | None = None,  # issue 14: task controls
         dagrun_timeout: timedelta | float | None = None,
+        # issue 25: templates (authoring/template_check.py, template_files.py)
+        user_defined_macros: dict[str, Any] | None = None,
+        user_defined_filters: dict[str, Callable[..., Any]] | None = None,
+        template_searchpath: str | Iterable[str] | None = None,
     ) -> None:
         where = _caller()
         self.fileloc, self.lineno = where
         self.dag_id = _check_id("dag_id", dag_id, where)
         self.description = description
         self.tags = [str(t) for t in tags]
-        self.params = dict(params or {})
-        try:
-            json.dumps(self.params)
-        except TypeError as exc:
-            raise _fail(f"DAG {dag_id!r}: params must be JSON-serialisable: {exc}", where) from None
         self.timezone = timezone or "UTC"
         try:
             zone = ZoneInfo(self.timezone)
@@ -472,6 +492,14 @@ class DAG:
         )
         # issue 15: an asset schedule is a condition beside the (maybe absent) time part
         schedule, self.asset_condition = split_schedule(schedule, dag_id, where)
+        # issue 25: plain params and typed Params (authoring/params.py); a required
+        # param (no default) only on a DAG without a schedule
+        try:
+            self.params, self.param_schemas, self.required_params = declare_params(
+                params, schedule is not None or self.asset_condition is not None
+            )
+        except ValueError as exc:
+            raise _fail(f"DAG {dag_id!r}: {exc}", where) from None
         controls = task_controls.dag_options(
             dag_id, max_active_tasks=max_active_tasks, dagrun_timeout=dagrun_timeout, where=where
         )
@@ -483,6 +511,13 @@ class DAG:
             )
         except ScheduleError as exc:
             raise _fail(f"DAG {dag_id!r}: {exc}", where) from None
+        try:
+            self.user_defined_macros, self.user_defined_filters = user_templates(
+                user_defined_macros, user_defined_filters
+            )
+        except ValueError as exc:
+            raise _fail(f"DAG {dag_id!r}: {exc}", where) from None
+        self.template_searchpath = _search_path(dag_id, template_searchpath, where)
         self.tasks: dict[str, Task] = {}
         self.task_groups: dict[str, Any] = {}  # TaskGroups by path (issue 14)
         self._pending: list[tuple[str, str, tuple[str | None, int | None]]] = []
@@ -613,6 +648,7 @@ class DAG:
             cycle = nx.find_cycle(graph)
         except nx.NetworkXNoCycle:
             setup_teardown.check_dag(self)  # issue 25
+            check_dag_templates(self)  # issue 25: every name a template uses exists
             return
         path = " -> ".join([edge[0] for edge in cycle] + [cycle[0][0]])
         first = self.tasks[cycle[0][0]]

@@ -37,7 +37,7 @@ from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 from jinja2 import StrictUndefined, TemplateError
 from jinja2.sandbox import SandboxedEnvironment
 
-from orchestrator.authoring.templating import TemplateRenderError
+from orchestrator.authoring.templating import TemplateRenderError, with_filters
 
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
 _EXPR = re.compile(r"\{\{|\{%")
@@ -175,19 +175,27 @@ class Request:
     content: str | None = None
 
 
-def _render(env: SandboxedEnvironment, source: str, variables: dict[str, Any]) -> str:
+Filters = Mapping[str, Any] | None  # the DAG's user_defined_filters (issue 25)
+
+
+def _render(
+    env: SandboxedEnvironment, source: str, variables: dict[str, Any], filters: Filters = None
+) -> str:
     try:
-        return env.from_string(source).render(**variables)
+        return with_filters(env, filters).from_string(source).render(**variables)
     except TemplateError as exc:
         raise TemplateRenderError(f"cannot render {source!r}: {exc}") from exc
 
 
-def _render_json(value: Any, variables: dict[str, Any]) -> Any:
+def render_json(value: Any, variables: dict[str, Any], filters: Filters = None) -> Any:
+    """Each string of a JSON-like ``value`` rendered; a string that is one expression
+    alone (``"{{ params.n }}"``) keeps the value's JSON type."""
     if isinstance(value, str):
         one = _ONE_EXPR.match(value.strip())
         if one:  # one expression alone keeps the value's own JSON type
+            env = with_filters(_TEXT_ENV, filters)
             try:
-                native = _TEXT_ENV.compile_expression(one.group("expr"), undefined_to_none=False)(
+                native = env.compile_expression(one.group("expr"), undefined_to_none=False)(
                     **variables
                 )
                 if isinstance(native, StrictUndefined):
@@ -198,33 +206,37 @@ def _render_json(value: Any, variables: dict[str, Any]) -> Any:
                 return jsonlib.loads(jsonlib.dumps(native))
             except (TypeError, ValueError):
                 return str(native)
-        return _render(_TEXT_ENV, value, variables)
+        return _render(_TEXT_ENV, value, variables, filters)
     if isinstance(value, dict):
-        return {k: _render_json(v, variables) for k, v in value.items()}
+        return {k: render_json(v, variables, filters) for k, v in value.items()}
     if isinstance(value, list):
-        return [_render_json(v, variables) for v in value]
+        return [render_json(v, variables, filters) for v in value]
     return value
 
 
-def render_request(spec: dict[str, Any], variables: dict[str, Any]) -> Request:
-    """Render an HTTP task's request; raises TemplateRenderError naming what failed."""
-    url = _render(_URL_ENV, spec["url"], variables)
+def render_request(
+    spec: dict[str, Any], variables: dict[str, Any], filters: Filters = None
+) -> Request:
+    """Render an HTTP task's request; raises TemplateRenderError naming what failed.
+    ``filters``: the DAG's ``user_defined_filters``."""
+    url = _render(_URL_ENV, spec["url"], variables, filters)
     declared, rendered = urlsplit(spec["url"]), urlsplit(url)
     if (rendered.scheme, rendered.netloc) != (declared.scheme, declared.netloc):
         raise TemplateRenderError(f"url {spec['url']!r}: the rendered host changed")  # defensive
     headers = {}
     for name, source in spec["headers"].items():
-        value = _render(_TEXT_ENV, source, variables)
+        value = _render(_TEXT_ENV, source, variables, filters)
         if any(c in value for c in "\r\n\0"):
             raise TemplateRenderError(f"header {name!r}: the rendered value holds a line break")
         headers[name] = value
     data = spec.get("data")
     if isinstance(data, dict):
-        form = {k: str(_render_json(v, variables)) for k, v in data.items()}
+        form = {k: str(render_json(v, variables, filters)) for k, v in data.items()}
         return Request(spec["method"], url, headers, data=form)
     if isinstance(data, str):
-        return Request(spec["method"], url, headers, content=_render(_TEXT_ENV, data, variables))
-    body = _render_json(spec["json"], variables) if spec.get("json") is not None else None
+        text = _render(_TEXT_ENV, data, variables, filters)
+        return Request(spec["method"], url, headers, content=text)
+    body = render_json(spec["json"], variables, filters) if spec.get("json") is not None else None
     return Request(spec["method"], url, headers, json=body)
 
 

@@ -22,19 +22,14 @@ import keyword
 from dataclasses import dataclass
 from typing import Any
 
+from orchestrator.authoring.template_context import TEMPLATE_NAMES
 from orchestrator.authoring.where import Where
 from orchestrator.authoring.where import caller as _caller
 from orchestrator.authoring.where import definition_error as _fail
 from orchestrator.scheduling.mapping import KWARGS
 
 # template variables of a shell command that a mapped argument may not shadow
-SHELL_RESERVED = frozenset(
-    {
-        "dag_id", "run_id", "task_id", "ds", "ds_nodash", "ts", "logical_date",
-        "data_interval_start", "data_interval_end", "try_number", "params",
-        "idempotency_key", "map_index",
-    }
-)  # fmt: skip
+SHELL_RESERVED = TEMPLATE_NAMES
 
 
 @dataclass(frozen=True)

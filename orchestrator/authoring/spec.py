@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from functools import cached_property
 from typing import Any
@@ -25,6 +25,8 @@ import networkx as nx
 from orchestrator.authoring.alerts import serialized
 from orchestrator.authoring.assets import assets_data
 from orchestrator.authoring.dag import DAG
+from orchestrator.authoring.params import plain_schema
+from orchestrator.authoring.params import resolve as resolve_params
 from orchestrator.authoring.setup_teardown import spec_fields as setup_teardown_fields
 from orchestrator.authoring.task_controls import SKIP_EXIT_CODE
 from orchestrator.scheduling.asset_conditions import AssetCondition, condition_from_data
@@ -86,6 +88,7 @@ def serialize_dag(dag: DAG) -> dict[str, Any]:
                 **serialized(t.alerts, t.callbacks),
                 **controls_of_task(t),
                 **setup_teardown_fields(t),  # issue 25
+                **templates_of_task(t),
             }
         )
     return {
@@ -110,7 +113,19 @@ def serialize_dag(dag: DAG) -> dict[str, Any]:
         **({"deadline": _seconds(dag.deadline)} if dag.deadline else {}),
         **_asset_fields(dag),
         **controls_of_dag(dag),
+        **_param_fields(dag),
     }
+
+
+def _param_fields(dag: DAG) -> dict[str, Any]:
+    """Issue 25: the JSON Schemas of the DAG's typed Params and which have no default;
+    only when used, so a DAG of plain params keeps its version hash."""
+    out: dict[str, Any] = {}
+    if dag.param_schemas:
+        out["param_schemas"] = dag.param_schemas
+    if dag.required_params:
+        out["required_params"] = list(dag.required_params)
+    return out
 
 
 def _asset_fields(dag: DAG) -> dict[str, Any]:
@@ -137,6 +152,20 @@ def controls_of_task(t: Any) -> dict[str, Any]:
         out["max_active_tis_per_dag"] = t.max_active_tis_per_dag
     if t.kind == "shell" and t.skip_on_exit_code != SKIP_EXIT_CODE:
         out["skip_on_exit_code"] = t.skip_on_exit_code
+    return out
+
+
+def templates_of_task(t: Any) -> dict[str, Any]:
+    """Issue 25: the template files a task's command and env came from, and whether its
+    templates use the DAG's user-defined macros or filters; only when so, so a DAG that
+    uses none keeps its version hash."""
+    out: dict[str, Any] = {}
+    if t.command_file:
+        out["command_file"] = t.command_file
+    if t.env_files:
+        out["env_files"] = dict(t.env_files)
+    if t.user_templates:
+        out["user_templates"] = True
     return out
 
 
@@ -208,6 +237,11 @@ class TaskSpec:
     is_setup: bool = False
     is_teardown: bool = False
     on_failure_fail_dagrun: bool = False
+    # issue 25: template files (shown on the task page) and whether its templates use
+    # the DAG's user_defined_macros / user_defined_filters (rendered with the DAG file)
+    command_file: str | None = None
+    env_files: dict[str, str] = field(default_factory=dict)
+    user_templates: bool = False
 
     @property
     def mapped(self) -> bool:
@@ -262,6 +296,16 @@ class DagSpec:
     # issue 14: task controls
     max_active_tasks: int | None = None
     dagrun_timeout: timedelta | None = None
+    # issue 25: the JSON Schema of each typed Param (a plain param's is its default's
+    # JSON type), and the params without a default, which every trigger must give
+    param_schemas: dict[str, dict[str, Any]] = field(default_factory=dict)
+    required_params: tuple[str, ...] = ()
+
+    def param_schema(self, name: str) -> dict[str, Any]:
+        """The JSON Schema of param ``name`` (a plain param's: its default's type)."""
+        if name in self.param_schemas:
+            return self.param_schemas[name]
+        return plain_schema(self.params.get(name))
 
     @cached_property
     def schedule(self) -> Schedule:
@@ -390,6 +434,9 @@ class DagSpec:
                 is_setup=t.get("is_setup", False),
                 is_teardown=t.get("is_teardown", False),
                 on_failure_fail_dagrun=t.get("on_failure_fail_dagrun", False),
+                command_file=t.get("command_file"),
+                env_files=t.get("env_files") or {},
+                user_templates=t.get("user_templates", False),
             )
         return cls(
             dag_id=data["dag_id"],
@@ -415,28 +462,13 @@ class DagSpec:
             assets=tuple(data.get("assets") or ()),
             max_active_tasks=data.get("max_active_tasks"),
             dagrun_timeout=_td(data.get("dagrun_timeout")),
+            param_schemas=data.get("param_schemas") or {},
+            required_params=tuple(data.get("required_params") or ()),
         )
 
     @classmethod
     def from_json(cls, text: str) -> DagSpec:
         return cls.from_dict(json.loads(text))
-
-
-_JSON_TYPES: tuple[tuple[type, str], ...] = (
-    (bool, "a boolean"),
-    (int, "an integer"),
-    (float, "a number"),
-    (str, "a string"),
-    (list, "a list"),
-    (dict, "an object"),
-)
-
-
-def _json_type(value: Any) -> str | None:
-    for kind, name in _JSON_TYPES:
-        if isinstance(value, kind):
-            return name
-    return None  # null: any value is accepted
 
 
 MAX_CONF_BYTES = 65536  # the default of the max_conf_bytes setting
@@ -469,23 +501,21 @@ def _conf_problem(value: Any, depth: int = 0) -> str | None:
     return None
 
 
-def _short(value: Any, limit: int = 60) -> str:
-    text = json.dumps(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
 def validate_conf(spec: DagSpec, conf: Any, *, max_bytes: int = MAX_CONF_BYTES) -> dict[str, Any]:
     """Check a run's ``conf`` against the DAG's declared params; return the merged params.
 
-    Every key must be a declared param, and its value must have the JSON type of the
-    param's default (an integer is accepted for a number; a param whose default is
-    None accepts anything). The conf as JSON may take at most ``max_bytes`` bytes,
-    nest at most :data:`MAX_CONF_DEPTH` levels, and hold no NUL character, lone
-    surrogate, NaN or Infinity. Errors name the DAG and the param.
+    Every key must be a declared param; each value must pass its param's JSON Schema
+    (a typed :class:`~orchestrator.authoring.params.Param`'s, checked by ``jsonschema``)
+    or have the JSON type of a plain param's default (an integer is accepted for a
+    number; a param whose default is None accepts anything); every required param
+    (a Param without a default) must be given. The conf as JSON may take at most
+    ``max_bytes`` bytes, nest at most :data:`MAX_CONF_DEPTH` levels, and hold no NUL
+    character, lone surrogate, NaN or Infinity. Errors name the DAG, the param and the
+    rule.
 
     >>> spec = DagSpec.from_dict({**_EXAMPLE, "params": {"n": 1}})  # doctest: +SKIP
     >>> validate_conf(spec, {"n": "x"})                                  # doctest: +SKIP
-    ConfigError: DAG 'd': param 'n' must be an integer (like its default 1), got a string 'x'
+    ConfigError: DAG 'd': param 'n' must be an integer (like its default 1), got a string "x"
     """
     from orchestrator.errors import ConfigError
 
@@ -502,18 +532,14 @@ def validate_conf(spec: DagSpec, conf: Any, *, max_bytes: int = MAX_CONF_BYTES) 
             f"DAG {spec.dag_id!r}: conf is {size} bytes as JSON, more than the "
             f"{max_bytes}-byte limit (max_conf_bytes)"
         )
-    for key, value in conf.items():
-        if key not in spec.params:
-            declared = ", ".join(sorted(spec.params)) or "none"
-            raise ConfigError(
-                f"DAG {spec.dag_id!r}: unknown param {str(key)[:60]!r} (declared params: {declared})"
-            )
-        want = _json_type(spec.params[key])
-        got = _json_type(value)
-        if want is None or got == want or (want == "a number" and got == "an integer"):
-            continue
+    unknown = [key for key in conf if key not in spec.params]
+    if unknown:  # Airflow accepts undeclared keys by default; we refuse them (issue 3)
+        declared = ", ".join(sorted(spec.params)) or "none"
         raise ConfigError(
-            f"DAG {spec.dag_id!r}: param {key!r} must be {want} (like its default "
-            f"{_short(spec.params[key])}), got {got or 'null'} {_short(value)}"
+            f"DAG {spec.dag_id!r}: unknown param {str(unknown[0])[:60]!r} (declared params: "
+            f"{declared})"
         )
-    return {**spec.params, **conf}
+    try:
+        return resolve_params(spec.params, spec.param_schemas, spec.required_params, conf)
+    except ValueError as exc:
+        raise ConfigError(f"DAG {spec.dag_id!r}: {exc}") from None

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import secrets
+from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
@@ -103,6 +104,68 @@ class _ShellEnvironment(SandboxedEnvironment):
 _ENV = _ShellEnvironment(undefined=StrictUndefined, finalize=_mark, autoescape=False)
 _ENV.filters = {name: _resolving(f) for name, f in _ENV.filters.items()}
 _ENV.tests = {name: _resolving(f) for name, f in _ENV.tests.items()}
+# env= values and other text templates: values are written in (they are data there)
+TEXT_ENV = SandboxedEnvironment(undefined=StrictUndefined, autoescape=False)
+_OVERLAYS: dict[tuple[int, tuple[tuple[str, int], ...]], tuple[Any, SandboxedEnvironment]] = {}
+_MAX_OVERLAYS = 64
+
+
+def with_filters(
+    env: SandboxedEnvironment, filters: Mapping[str, Callable[..., Any]] | None
+) -> SandboxedEnvironment:
+    """``env`` with the DAG's ``user_defined_filters`` added (issue 25); built once per
+    set of filters (a task process keeps its DAG objects, so they are the same)."""
+    if not filters:
+        return env
+    key = (id(env), tuple(sorted((name, id(fn)) for name, fn in filters.items())))
+    hit = _OVERLAYS.get(key)
+    if hit is None:
+        if len(_OVERLAYS) >= _MAX_OVERLAYS:
+            _OVERLAYS.clear()
+        overlay = env.overlay()
+        wrap = _resolving if env is _ENV else (lambda f: f)
+        overlay.filters = {**env.filters, **{name: wrap(fn) for name, fn in filters.items()}}
+        hit = _OVERLAYS[key] = (filters, overlay)  # keeps the functions (and ids) alive
+    return hit[1]
+
+
+def render_text(
+    source: str,
+    variables: dict[str, Any],
+    filters: Mapping[str, Callable[..., Any]] | None = None,
+    what: str = "template",
+) -> str:
+    """``source`` rendered as text (values written in); TemplateRenderError naming
+    ``what``."""
+    try:
+        return with_filters(TEXT_ENV, filters).from_string(source).render(**variables)
+    except TemplateError as exc:
+        raise TemplateRenderError(f"cannot render {what} {source[:200]!r}: {exc}") from exc
+
+
+def render_env(
+    env: Mapping[str, str],
+    variables: dict[str, Any],
+    filters: Mapping[str, Callable[..., Any]] | None = None,
+) -> dict[str, str]:
+    """A task's ``env=`` with each value rendered (issue 25): a value goes into the
+    process's environment as it is, so it can never be read as shell syntax."""
+    out = {}
+    for key, source in env.items():
+        value = render_text(source, variables, filters, f"env[{key!r}]")
+        if "\x00" in value:
+            raise TemplateRenderError(
+                f"env[{key!r}]: the rendered value contains a NUL byte, which no "
+                f"environment variable can hold: {value[:80]!r}"
+            )
+        try:
+            value.encode("utf-8", "surrogateescape")
+        except UnicodeEncodeError as exc:
+            raise TemplateRenderError(
+                f"env[{key!r}]: the rendered value cannot be encoded ({exc.reason})"
+            ) from None
+        out[key] = value
+    return out
 
 
 def check_template(source: str) -> None:
@@ -135,14 +198,19 @@ def check_template(source: str) -> None:
         raise TemplateRenderError(f"bad command template: {exc}") from None
 
 
-def render_shell(source: str, variables: dict[str, Any]) -> ShellCommand:
-    """Render ``source``; every value travels in ``env``, never in ``script``."""
+def render_shell(
+    source: str,
+    variables: dict[str, Any],
+    filters: Mapping[str, Callable[..., Any]] | None = None,
+) -> ShellCommand:
+    """Render ``source``; every value travels in ``env``, never in ``script``.
+    ``filters``: the DAG's ``user_defined_filters``."""
     if "\x00" in source:
         raise TemplateRenderError(f"cannot render command {source!r}: it contains a NUL byte")
     render = _Render(nonce=str(secrets.randbelow(10**12)).zfill(12), values=[])
     token = _RENDER.set(render)
     try:
-        text = _ENV.from_string(source).render(**variables)
+        text = with_filters(_ENV, filters).from_string(source).render(**variables)
     except TemplateError as exc:
         raise TemplateRenderError(f"cannot render command {source!r}: {exc}") from exc
     finally:

@@ -24,12 +24,14 @@ from datetime import datetime, timedelta
 from typing import Any, TextIO
 from zoneinfo import ZoneInfo
 
+from orchestrator.authoring.spec import validate_conf
 from orchestrator.cli.common import (
     Parents,
     cli_actor,
     emit,
     format_table,
     open_store,
+    parse_json_object,
     whole,
 )
 from orchestrator.cli.schedule import parse_when
@@ -58,6 +60,9 @@ def register(sub: Any, parents: Parents) -> None:
     p.add_argument("--reverse", action="store_true", help="newest fire times first")
     p.add_argument("--no-wait", action="store_true", help="return once the runs are created")
     p.add_argument("--yes", action="store_true", help="allow more than backfill_max_runs runs")
+    p.add_argument(
+        "--conf", default=None, help="JSON object of params for the new runs, e.g. '{\"n\": 3}'"
+    )
     p.set_defaults(handler=cmd_backfill)
 
 
@@ -72,10 +77,12 @@ def cmd_backfill(args: argparse.Namespace, settings: Settings) -> int:
         raise ConfigError("--start and --end are both required")
     if args.rerun_failed and args.reset:
         raise ConfigError("--rerun-failed and --reset exclude each other (--reset clears all)")
+    conf = parse_json_object(args.conf, "--conf")
     dag = store.get_dag(args.dag_id)
     if not dag.is_active:
         raise NotFoundError(f"DAG {args.dag_id!r} is no longer defined ({dag.fileloc})")
     spec = store.spec(dag.dag_id, dag.version_hash)
+    validate_conf(spec, conf, max_bytes=settings.max_conf_bytes)  # before any work (issue 25)
     start = parse_when(args.start, spec.timezone, "--start")
     end = parse_when(args.end, spec.timezone, "--end", end_of_day=True)
     if end < start:
@@ -120,6 +127,7 @@ def cmd_backfill(args: argparse.Namespace, settings: Settings) -> int:
         rerun_failed=args.rerun_failed,
         reset=args.reset,
         triggered_by=cli_actor(),
+        conf=conf,
         progress=lambda done, total: progress.show(
             f"creating runs: {done}/{total} fire times", last=done == total
         ),

@@ -109,6 +109,7 @@ def cmd_dags(args: argparse.Namespace, settings: Settings) -> int:
             "overlap": spec.overlap,
             "max_active_runs": spec.max_active_runs,
             "params": spec.params,
+            "param_schemas": {name: spec.param_schema(name) for name in spec.params},
             "tasks": [
                 {
                     "task_id": t.task_id,

@@ -36,10 +36,12 @@ def run_http(
     max_result_bytes: int,
     response_check: Callable[..., Any] | None = None,
     ctx: Any = None,
+    filters: dict[str, Callable[..., Any]] | None = None,
 ) -> dict[str, Any]:
-    """One HTTP try: ``{"ok": True, "result": json}`` or ``{"ok": False, "error": ...}``."""
+    """One HTTP try: ``{"ok": True, "result": json}`` or ``{"ok": False, "error": ...}``.
+    ``filters``: the DAG's ``user_defined_filters`` (its macros are in ``variables``)."""
     try:
-        request = render_request(spec, variables)
+        request = render_request(spec, variables, filters)
     except TemplateRenderError as exc:
         return _failed(logger, str(exc))
     logger.info("request: %s %s", request.method, loggable_url(request.url))

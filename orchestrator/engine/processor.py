@@ -25,6 +25,7 @@ from datetime import datetime
 from typing import Any
 
 from orchestrator.authoring.loader import display_path
+from orchestrator.authoring.template_files import signatures
 from orchestrator.engine.parse_pool import ParsePool
 from orchestrator.engine.start_environ import hide_start_environment
 from orchestrator.engine.task_processes import mp_context
@@ -41,6 +42,10 @@ class ScanResult:
     dags: int
     errors: int
     removed: int
+
+
+def _files_now(paths: Any) -> tuple[tuple[Any, ...], ...]:
+    return tuple(tuple(f) for f in signatures(paths))
 
 
 def dag_files(folder: str) -> list[str]:
@@ -100,7 +105,9 @@ class DagProcessor:
         self.settings = settings
         self.parallelism = parallelism or max(2, os.cpu_count() or 2)
         self.on_stored = on_stored
-        self._seen: dict[str, tuple[int, int]] = {}
+        self._seen: dict[str, tuple[Any, ...]] = {}
+        # issue 25: file -> the template files its last parse read (or looked for)
+        self._templates: dict[str, list[str]] = {}
         # file -> (dag_id, other file) for files refused because another file owns a dag_id
         self._clashes: dict[str, tuple[str, str]] = {}
         hide_start_environment()  # DAG files run as this user: /proc/<pid>/environ
@@ -185,7 +192,7 @@ class DagProcessor:
                 st = os.stat(path)
             except FileNotFoundError:
                 continue
-            sig = (st.st_mtime_ns, st.st_size)
+            sig = (st.st_mtime_ns, st.st_size, _files_now(self._templates.get(path, ())))
             if force or self._seen.get(path) != sig or self._clash_resolved_for(path, owner_of):
                 changed.append(path)
                 self._seen[path] = sig
@@ -195,6 +202,7 @@ class DagProcessor:
         """Judge one file's result and add the writes it implies to ``scan``."""
         scan.parsed.add(path)
         owner_of = scan.owner_of
+        self._watch_templates(path, payload.get("template_files") or [])
         if "error" in payload:
             scan.errors += 1
             scan.new_errors.append((path, payload["error"], payload.get("traceback")))
@@ -230,6 +238,18 @@ class DagProcessor:
             scan.saves.append(data)
             owner_of[data["dag_id"]] = path
             scan.dags += 1
+
+    def _watch_templates(self, path: str, files: list[Any]) -> None:
+        """Parse ``path`` again when a template file it read (or looked for and did not
+        find) changes (issue 25): its text is part of the DAG version. ``files``: each
+        as the parse found it, ``(path, mtime, size)`` or ``(path,)``."""
+        if files:
+            self._templates[path] = [f[0] for f in files]
+        else:
+            self._templates.pop(path, None)
+        seen = self._seen.get(path)
+        if seen is not None:  # the DAG file as before the parse, its templates as read
+            self._seen[path] = (*seen[:2], tuple(tuple(f) for f in files))
 
     def _flush(self, scan: _Scan, now: datetime) -> None:
         """Write what ``scan`` learned since the last flush, in a few transactions."""

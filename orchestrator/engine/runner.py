@@ -116,6 +116,7 @@ def parse_one(path: str, root: str) -> dict[str, Any]:
     DAG object claims to come from: user code can forge that (``exec(compile(src,
     "/etc/passwd", "exec"))``), and the store keeps the source with the version.
     """
+    from orchestrator.authoring import template_files
     from orchestrator.authoring.spec import serialize_dag
 
     path = os.path.abspath(path)
@@ -123,6 +124,7 @@ def parse_one(path: str, root: str) -> dict[str, Any]:
     modules, search_path = set(sys.modules), list(sys.path)
     importlib.invalidate_caches()  # see helper files created since the last file
     sink = io.StringIO()
+    template_files.start_recording()  # issue 25: the processor watches them too
     try:
         with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
             dags = load_file(path)
@@ -139,6 +141,7 @@ def parse_one(path: str, root: str) -> dict[str, Any]:
     finally:
         _forget_imports(modules, root)
         sys.path[:] = search_path
+        payload["template_files"] = template_files.recorded()
     return payload
 
 
@@ -221,7 +224,7 @@ def run_try(
     """Run one try described by ``job``; never raises. ``ask`` looks variables and
     connections up (the worker, over the channel); ``masker`` learns their secrets."""
     from orchestrator.authoring.context import TaskContext, asset_events_of
-    from orchestrator.authoring.templating import render_shell
+    from orchestrator.authoring.templating import render_env, render_shell
     from orchestrator.engine.task_secrets import masked_source
 
     me = os.getpid()
@@ -258,6 +261,7 @@ def run_try(
         map_index=job.get("map_index", -1),
         mapped_over=tuple(job.get("mapped_over") or ()),
         timezone=job.get("timezone") or "UTC",
+        conf=job.get("conf") or {},
     )
     # issue 14: the task's on_execute / on_success hooks (engine/task_hooks.py)
     hook = functools.partial(run_hook, job, ctx, lambda: _dags_of(job["fileloc"], cache), logger)
@@ -274,13 +278,15 @@ def run_try(
         if job["kind"] == "shell":
             # the values travel in the environment, never in the text the shell parses
             # a mapped instance's arguments are template variables too, values like any other
-            variables = ctx.template_vars(job["timezone"]) | (kwargs or {})
-            shell = render_shell(job["command"], variables)
+            macros, filters = _user_templates(job, cache)
+            variables = ctx.template_vars(job["timezone"]) | macros | (kwargs or {})
+            shell = render_shell(job["command"], variables, filters)
+            task_env = render_env(job.get("env") or {}, variables, filters)  # issue 25
             command = shell.script
             logger.info("command: %s", shell.display)
             handler.flush()
             env = dict(os.environ)
-            env.update(job.get("env") or {})
+            env.update(task_env)
             env.update(shell.env)
             env.update(
                 ORCHESTRATOR_DAG_ID=ctx.dag_id,
@@ -317,9 +323,12 @@ def run_try(
                 None,
             )
         if dag.tasks[job["task_id"]].python_env:  # @task.virtualenv / external_python
+            variables = ctx.template_vars(job["timezone"]) | dag.user_defined_macros
+            rendered = render_env(job.get("env") or {}, variables, dag.user_defined_filters)
             return run_in_python_env(
-                dag.tasks[job["task_id"]], job, ctx, logfile, logger, _run_command
-            )
+                dag.tasks[job["task_id"]], job | {"env": rendered}, ctx, logfile, logger,
+                _run_command,
+            )  # fmt: skip
         fn = dag.tasks[job["task_id"]].fn
         hook("on_execute")
         with contextlib.redirect_stdout(logfile), contextlib.redirect_stderr(logfile):
@@ -409,15 +418,28 @@ def _http_try(job: dict[str, Any], ctx: Any, cache: dict, logger: logging.Logger
                 None,
             )
         check = task.response_check
+    macros, filters = _user_templates(job, cache)
     out = run_http(
         job["http"],
-        ctx.template_vars(job["timezone"]),
+        ctx.template_vars(job["timezone"]) | macros,
         logger,
         max_result_bytes=job["max_result_bytes"],
         response_check=check,
         ctx=ctx,
+        filters=filters,
     )
     return {**out, **ctx.outlet_outcome()} if out.get("ok") else out
+
+
+def _user_templates(job: dict[str, Any], cache: dict) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The DAG's ``user_defined_macros`` and ``user_defined_filters`` when the task's
+    templates use them (issue 25): only then is the DAG file imported to render them."""
+    if not job.get("user_templates"):
+        return {}, {}
+    dag = _dags_of(job["fileloc"], cache).get(job["dag_id"])
+    if dag is None:
+        raise DagImportError(f"{job['fileloc']} no longer defines DAG {job['dag_id']}")
+    return dag.user_defined_macros, dag.user_defined_filters
 
 
 def _run_command(argv: list[str], log: CappedLog, *, env: dict[str, str], cwd: str | None) -> int:

@@ -28,6 +28,7 @@ from jinja2 import StrictUndefined
 from jinja2.sandbox import SandboxedEnvironment
 
 from orchestrator.authoring.context import TaskContext
+from orchestrator.authoring.http_request import render_json
 from orchestrator.authoring.spec import DagSpec, TaskSpec
 from orchestrator.engine.tasklog import CappedLog
 from orchestrator.store import Store
@@ -107,6 +108,7 @@ def _context(claim: Claim, spec: DagSpec) -> TaskContext:
         upstream_ids=(),
         _results={},
         timezone=spec.timezone,
+        conf=claim.conf,
     )
 
 
@@ -181,6 +183,8 @@ def _external(store: Store, claim: Claim, spec: DagSpec, check: dict, now: datet
 
 def _trigger(store: Store, claim: Claim, spec: DagSpec, check: dict, now: datetime) -> Outcome:
     target = check["trigger_dag_id"]
+    # issue 25: the conf's strings are templates ("{{ ds }}" keeps its JSON type alone)
+    conf = render_json(check.get("conf") or {}, _context(claim, spec).template_vars(spec.timezone))
     run_id = triggered_run_id(target, claim.logical_date, claim.dag_id, claim.run_id,
                               claim.task_id)  # fmt: skip
     run, created = store.trigger_dag_once(
@@ -188,7 +192,7 @@ def _trigger(store: Store, claim: Claim, spec: DagSpec, check: dict, now: dateti
         run_id,
         now,
         logical_date=claim.logical_date,
-        conf=check.get("conf") or {},
+        conf=conf,
         triggered_by=f"task:{idempotency_key(claim.dag_id, claim.run_id, claim.task_id)}",
     )
     said = f"{'created' if created else 'found'} run {run.run_id} of DAG {target}"

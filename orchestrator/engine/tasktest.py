@@ -23,13 +23,14 @@ from zoneinfo import ZoneInfo
 
 from orchestrator.authoring.context import TaskContext
 from orchestrator.authoring.loader import DagImportError, load_file
-from orchestrator.authoring.templating import render_shell
+from orchestrator.authoring.params import resolve as resolve_params
+from orchestrator.authoring.templating import render_env, render_shell
 from orchestrator.engine.masking import MaskedStream, Masker
 from orchestrator.engine.processor import dag_files
 from orchestrator.engine.runner import _takes_argument
 from orchestrator.engine.secrets_chain import SecretsChain, chain_asker
 from orchestrator.engine.task_secrets import masked_source
-from orchestrator.errors import ConfigError, Fail, NotFoundError, Skip
+from orchestrator.errors import ConfigError, Fail, NotFoundError, ParamValidationError, Skip
 from orchestrator.scheduling.mapping import task_sources
 from orchestrator.settings import Settings
 from orchestrator.store.runs.run_rows import make_run_id
@@ -136,6 +137,15 @@ def upstream_of_run(
     return run, results, notes
 
 
+def checked_params(dag: Any, given: dict) -> dict:
+    """``--params`` over the DAG's params, each declared one checked against its schema
+    (ParamValidationError naming the param and the rule; a required one must be given)."""
+    try:
+        return resolve_params(dag.params, dag.param_schemas, dag.required_params, given)
+    except ValueError as exc:
+        raise ParamValidationError(f"--params: DAG {dag.dag_id!r}: {exc}") from None
+
+
 def run_task_test(
     settings: Settings,
     dag_id: str,
@@ -162,6 +172,7 @@ def run_task_test(
     if from_run is not None:
         stored, results, notes = upstream_of_run(store, from_run, dag_id, task)
         params = {**stored.conf, **params}
+    given, params = params, checked_params(dag, params)  # issue 25: typed params
     stray = sorted(set(upstream_results or {}) - task.upstream_ids)
     if stray:
         ups = ", ".join(sorted(task.upstream_ids)) or "none"
@@ -189,7 +200,7 @@ def run_task_test(
     run_id = make_run_id(dag_id, "test", when)
     credentials = masked_source(chain_asker(SecretsChain(store, settings)), masker)
     index, kwargs = mapped_arguments(
-        task, {**dag.params, **params}, map_index, map_value, settings.max_map_length, results
+        task, params, map_index, map_value, settings.max_map_length, results
     )
     mapped_over = tuple(task_sources(task.mapping)) if kwargs is not None else ()
     ctx = TaskContext(
@@ -200,7 +211,7 @@ def run_task_test(
         data_interval_start=interval[0],
         data_interval_end=interval[1],
         try_number=1,
-        params={**dag.params, **params},
+        params=params,
         idempotency_key=idempotency_key(dag_id, run_id, task_id, index),
         log=logger,
         upstream_ids=tuple(sorted(task.upstream_ids)),
@@ -210,6 +221,7 @@ def run_task_test(
         outlets=tuple(o.uri for o in task.outlets),  # issue 15: ctx.outlet_event works
         map_index=index,
         timezone=dag.timezone,
+        conf=given,  # {{ dag_run.conf }}: the run's conf (--from-run) and --params
     )
     if kwargs is not None:
         logger.info("map_index %s with %s", index, json.dumps(kwargs, default=str))
@@ -237,12 +249,15 @@ def _run(
     """Run the task with its output going to ``out`` (the terminal, masked);
     ``kwargs``: a mapped instance's arguments."""
     task_id = task.task_id
+    macros, filters = dag.user_defined_macros, dag.user_defined_filters  # issue 25
     if task.kind == "shell":
-        shell = render_shell(task.command, ctx.template_vars(dag.timezone) | (kwargs or {}))
+        variables = ctx.template_vars(dag.timezone) | macros | (kwargs or {})
+        shell = render_shell(task.command, variables, filters)
         logger.info("command: %s", shell.display)
-        # as the worker's task process does (engine/runner.py): the task's env=, the
-        # rendered values, then the ORCHESTRATOR_* variables
-        env = {**os.environ, **task.env, **shell.env, **_orchestrator_env(ctx)}
+        # as the worker's task process does (engine/runner.py): the task's env= (each
+        # value rendered), the rendered values, then the ORCHESTRATOR_* variables
+        task_env = render_env(task.env, variables, filters)
+        env = {**os.environ, **task_env, **shell.env, **_orchestrator_env(ctx)}
         proc = subprocess.Popen(
             ["/bin/sh", "-c", shell.script], env=env, stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
@@ -262,11 +277,12 @@ def _run(
 
         outcome = run_http(
             task.http,
-            ctx.template_vars(dag.timezone),
+            ctx.template_vars(dag.timezone) | macros,
             logger,
             max_result_bytes=settings.max_result_bytes,
             response_check=task.response_check,
             ctx=ctx,
+            filters=filters,
         )
         if not outcome["ok"]:
             return 1
@@ -330,7 +346,11 @@ def _test_in_python_env(settings: Settings, dag, task, ctx: TaskContext, logger)
     job = {
         "timezone": dag.timezone,
         "results": dict(ctx._results),
-        "env": task.env,
+        "env": render_env(
+            task.env,
+            ctx.template_vars(dag.timezone) | dag.user_defined_macros,
+            dag.user_defined_filters,
+        ),
         "cwd": os.path.dirname(os.path.abspath(dag.fileloc)) if dag.fileloc else None,
         "venv_cache_dir": settings.venv_cache_dir,
         "venv_installer": settings.venv_installer,

@@ -56,6 +56,7 @@ class Dispatching:
             "data_interval_start": claim.data_interval_start.isoformat(),
             "data_interval_end": claim.data_interval_end.isoformat(),
             "params": params,
+            "conf": claim.conf,  # {{ dag_run.conf }} (issue 25)
             "idempotency_key": idempotency_key(
                 claim.dag_id, claim.run_id, claim.task_id, claim.map_index
             ),
@@ -65,6 +66,7 @@ class Dispatching:
             "command": task.command,
             "http": task.http,
             "env": task.env,
+            "user_templates": task.user_templates,  # rendered with the DAG file (issue 25)
             "timezone": spec.timezone,
             "fileloc": spec.fileloc,
             "cwd": os.path.dirname(spec.fileloc),

@@ -155,7 +155,40 @@
     });
   }
 
+  // The trigger form's JSON editors (issue 25): a param of type object or array is
+  // edited as JSON, checked as you type (the form will not post invalid JSON) and
+  // pretty-printed when the field loses focus.
+  function wireJsonEditors() {
+    document.querySelectorAll("textarea[data-json-editor]").forEach(function (area) {
+      if (area.getAttribute("data-wired")) return;
+      area.setAttribute("data-wired", "1");
+      var status = area.parentNode.querySelector(".json-status");
+      function check() {
+        var message = "";
+        if (area.value.trim() !== "" || area.required) {
+          try {
+            JSON.parse(area.value);
+          } catch (e) {
+            message = "not valid JSON: " + e.message;
+          }
+        }
+        area.setCustomValidity(message);
+        area.classList.toggle("invalid", message !== "");
+        if (status) status.textContent = message || "valid JSON";
+        return message === "";
+      }
+      area.addEventListener("input", check);
+      area.addEventListener("blur", function () {
+        if (check() && area.value.trim() !== "") {
+          area.value = JSON.stringify(JSON.parse(area.value), null, 1);
+        }
+      });
+      check();
+    });
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
+    wireJsonEditors();
     wireConfirms();
     wireGroups();
     followLogs();

@@ -57,7 +57,8 @@ def _who() -> str:
 def trigger(dag_id: str) -> Response:
     store = get_store()
     try:
-        conf = parse_params(store.current_spec(dag_id).params, request.form)
+        spec = store.current_spec(dag_id)
+        conf = parse_params(spec.params, request.form, spec.param_schemas)
         run_id, message = ops.trigger(store, dag_id, conf, now(), _who())
     except OrchestratorError as exc:
         _flash(str(exc), "error")

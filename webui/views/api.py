@@ -69,6 +69,9 @@ def dag(dag_id: str) -> Response:
     spec = store.spec(dag_id, record.version_hash)
     body = dag_json(record, data.words(spec)) | {
         "params": spec.params,
+        # issue 25: each param's JSON Schema (a plain param's: its default's type)
+        "param_schemas": {name: spec.param_schema(name) for name in spec.params},
+        "required_params": list(spec.required_params),
         "max_active_runs": spec.max_active_runs,
         "tasks": [
             # group: the task group path, or null (issue 14)

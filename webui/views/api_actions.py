@@ -73,8 +73,10 @@ def pause(dag_id: str) -> Response:
 
 @bp.post("/dags/<dag_id>/backfill")
 def backfill(dag_id: str) -> Response:
-    body = json_body({"start": str, "end": str}, required=("start", "end"))
-    message = ops.backfill(get_store(), dag_id, body["start"], body["end"], now(), _who())
+    body = json_body({"start": str, "end": str, "conf": dict}, required=("start", "end"))
+    message = ops.backfill(
+        get_store(), dag_id, body["start"], body["end"], now(), _who(), conf=body.get("conf")
+    )
     return jsonify({"message": message})
 
 

@@ -35,7 +35,9 @@ def dag_detail(dag_id: str) -> str:
     )
     return render_template(
         "dag_detail.html",
-        fields=fields_for(ctx["spec"].params),
+        fields=fields_for(
+            ctx["spec"].params, ctx["spec"].param_schemas, ctx["spec"].required_params
+        ),
         asset_reasons=get_store().asset_reasons(dag_id, now()),  # issue 15
         **ctx,
     )

@@ -32,7 +32,7 @@ ROUTES: list[tuple[str, str, str, tuple[str, ...], dict[str, str]]] = [
     ("get", "/users", "Users, their roles and tokens (no secrets); admin", (), {}),
     ("post", "/dags/{dag_id}/runs", "Trigger a run (logical_date: ISO 8601 with offset)", (), {"conf": "object", "logical_date": "string"}),
     ("post", "/dags/{dag_id}/pause", "Pause or unpause", (), {"paused": "boolean"}),
-    ("post", "/dags/{dag_id}/backfill", "Backfill a date range", (), {"start": "string", "end": "string"}),
+    ("post", "/dags/{dag_id}/backfill", "Backfill a date range", (), {"start": "string", "end": "string", "conf": "object"}),
     ("post", "/runs/{run_id}/cancel", "Cancel a run", (), {}),
     ("post", "/runs/{run_id}/tasks/{task_id}/clear", "Clear a task (or one instance: map_index)", (), {"downstream": "boolean", "map_index": "integer"}),
     ("post", "/runs/{run_id}/tasks/{task_id}/mark", "Mark a task success or failed", (), {"state": "string"}),

@@ -16,7 +16,7 @@ from datetime import datetime
 
 from sqlalchemy import Connection, func, insert, select, update
 
-from orchestrator.authoring.spec import DagSpec
+from orchestrator.authoring.spec import DagSpec, validate_conf
 from orchestrator.errors import NotFoundError
 from orchestrator.states import RUN_ACTIVE, RUN_FINISHED, TASK_FINISHED, RunState, TaskState
 from orchestrator.store.core import models as m
@@ -97,6 +97,7 @@ class BackfillStore(StoreBase):
         reset: bool = False,
         triggered_by: str | None = None,
         progress: Callable[[int, int], None] | None = None,
+        conf: dict | None = None,
     ) -> tuple[BackfillRecord, dict[str, int]]:
         """Store a backfill and create (or clear) its runs, atomically.
 
@@ -104,10 +105,15 @@ class BackfillStore(StoreBase):
         runs left alone). New runs are inserted ``BATCH`` at a time, and after each
         batch ``progress(done, total)`` is called (the CLI's "creating runs" line).
         ``triggered_by`` (who asked) is stored on the new runs and named in the events.
+        ``conf`` (issue 25) is the new runs' conf, checked against the DAG's params
+        first (ConfigError naming the param and the rule; nothing is stored); runs it
+        clears keep their own.
         """
 
         dag = self.get_dag(dag_id)  # type: ignore[attr-defined]
         spec = self.spec(dag_id, dag.version_hash)  # type: ignore[attr-defined]
+        conf = conf or {}
+        validate_conf(spec, conf, max_bytes=self.max_conf_bytes)  # type: ignore[attr-defined]
         counts = {"created": 0, "cleared": 0, "kept": 0}
         clear_states = set(RUN_FINISHED) if reset else {RunState.FAILED, RunState.CANCELLED}
         with self.write() as conn:
@@ -168,7 +174,7 @@ class BackfillStore(StoreBase):
                     dag.version_hash,
                     run_type="backfill",
                     fire_times=new,
-                    conf={},
+                    conf=conf,
                     now=now,
                     backfill_id=bid,
                     triggered_by=triggered_by,
