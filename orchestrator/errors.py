@@ -26,6 +26,12 @@ class ConfigError(OrchestratorError):
     """A setting or a command-line argument is invalid."""
 
 
+class ParamValidationError(ConfigError):
+    """A run's conf breaks a DAG param's rule (issue 25; Airflow's name): an unknown param,
+    a required one missing, or a value its JSON Schema refuses. The message names the
+    param and the rule. The CLI exits 2 for it (a wrong argument), the API answers 400."""
+
+
 class NotFoundError(OrchestratorError):
     """A DAG, run or task instance asked for does not exist."""
 

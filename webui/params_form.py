@@ -196,7 +196,7 @@ def parse_params(
             elif kind == "select":
                 value = json.loads(raw)
                 if not any(value == v and type(value) is type(v) for v in schema["enum"]):
-                    raise ConfigError(f"param {name!r}: {raw[:60]!r} is not one of its choices")
+                    raise ConfigError(f"param {name!r}: {raw[:60]} is not one of its choices")
                 conf[name] = value
             elif kind == "number":
                 text = raw.strip()
@@ -210,10 +210,10 @@ def parse_params(
         except RecursionError:
             raise ConfigError(f"param {name!r}: the JSON is nested too deeply") from None
         except ValueError:
-            wanted = {"number": "a number", "json": "JSON", "select": "one of its choices"}
+            wanted = {"number": "float", "json": "JSON", "select": "one of its choices"}
             expected = wanted.get(kind, "a date and time")
             if kind == "number" and "number" not in _types(schema):
-                expected = "an integer"
+                expected = "int"
             raise ConfigError(f"param {name!r}: expected {expected}, got {raw[:60]!r}") from None
     return conf
 

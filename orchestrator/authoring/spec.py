@@ -517,7 +517,7 @@ def validate_conf(spec: DagSpec, conf: Any, *, max_bytes: int = MAX_CONF_BYTES) 
     >>> validate_conf(spec, {"n": "x"})                                  # doctest: +SKIP
     ConfigError: DAG 'd': param 'n' must be an integer (like its default 1), got a string "x"
     """
-    from orchestrator.errors import ConfigError
+    from orchestrator.errors import ConfigError, ParamValidationError
 
     if not isinstance(conf, dict):
         raise ConfigError(
@@ -535,11 +535,11 @@ def validate_conf(spec: DagSpec, conf: Any, *, max_bytes: int = MAX_CONF_BYTES) 
     unknown = [key for key in conf if key not in spec.params]
     if unknown:  # Airflow accepts undeclared keys by default; we refuse them (issue 3)
         declared = ", ".join(sorted(spec.params)) or "none"
-        raise ConfigError(
+        raise ParamValidationError(
             f"DAG {spec.dag_id!r}: unknown param {str(unknown[0])[:60]!r} (declared params: "
             f"{declared})"
         )
     try:
         return resolve_params(spec.params, spec.param_schemas, spec.required_params, conf)
     except ValueError as exc:
-        raise ConfigError(f"DAG {spec.dag_id!r}: {exc}") from None
+        raise ParamValidationError(f"DAG {spec.dag_id!r}: {exc}") from None

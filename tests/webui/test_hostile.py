@@ -291,7 +291,7 @@ def deep(levels: int) -> str:
 
 
 def test_deeply_nested_json_is_400_in_the_api_and_the_form(client, store, csrf):
-    data = build_shell_dag("pipeline", params={"rows": [1], "n": 1})
+    data = build_shell_dag("pipeline", params={"rows": [1], "n": 1, "target": "/tmp"})
     store.save_dag(data, START)
     before = snapshot(store)
     h = {"X-CSRF-Token": csrf}
