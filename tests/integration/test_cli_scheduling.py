@@ -180,7 +180,8 @@ def test_trigger_with_conf_and_logical_date(cli, capsys, store):
     run = json.loads(capsys.readouterr().out)
     assert run["logical_date"] == "2026-03-29T01:00:00+00:00"  # read in Europe/Berlin
     assert run["conf"] == {"n": 2}
-    assert cli("dags", "trigger", "nightly", "--conf", '{"name": 3}') == 1
+    # a conf breaking a param's rule is a wrong argument: exit 2 (issue 25)
+    assert cli("dags", "trigger", "nightly", "--conf", '{"name": 3}') == 2
     err = capsys.readouterr().err
     assert "param 'name' must be a string" in err
     assert cli("dags", "trigger", "nightly", "--logical-date", "yesterday") == 1

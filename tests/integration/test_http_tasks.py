@@ -265,7 +265,10 @@ def test_a_bad_http_task_is_an_import_error_naming_file_line_and_task(
 def test_tasks_test_sends_the_request_here(settings, write_dag, server, capsys):
     from orchestrator.engine.tasktest import run_task_test
 
-    write_dag("web.py", _dag(f'    dag.http("call", "{server.base}/t?x={{{{ params.x }}}}")'))
+    write_dag(
+        "web.py",
+        _dag(f'    dag.http("call", "{server.base}/t?x={{{{ params.x }}}}")', params='{"x": ""}'),
+    )
     code = run_task_test(settings, "web", "call", None, {"x": "a b"})
     assert code == 0
     assert server.requests[0]["query"] == {"x": ["a b"]}

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from tests.integration.test_http_tasks import server  # noqa: F401 - the fixture
 
-DAG = '''
+DAG = """
 from orchestrator import DAG, Param
 
 def shout(value):
@@ -29,7 +29,7 @@ with DAG("tpl", schedule=None, params={"n": Param(2, type="integer", minimum=1),
                    "X": "{{ dag_run.conf.get('x', 'none') }}"})
     dag.shell("user", 'echo "{{ project }} {{ twice(params.n) }} {{ ds | shout }}"')
     dag.shell("files", "scripts/report.sh", env={"QUERY": "report.sql"})
-'''
+"""
 
 
 def _log(harness, run_id: str, task_id: str) -> str:
@@ -94,17 +94,15 @@ def test_a_changed_template_file_makes_a_new_version_without_touching_the_dag_fi
     second = harness.store.get_dag("tpl").version_hash
     assert second != first
     assert harness.store.spec("tpl", second).tasks["files"].command.startswith('echo "v2-longer')
-    assert harness.store.spec("tpl", second).tasks["files"].command_file.endswith(
-        "scripts/report.sh"
+    assert (
+        harness.store.spec("tpl", second).tasks["files"].command_file.endswith("scripts/report.sh")
     )
     run = harness.store.trigger_run("tpl", harness.clock.now())
     harness.run_until_finished(run.run_id)
     assert "\nv2-longer day=" in _log(harness, run.run_id, "files")
 
 
-def test_a_missing_template_file_is_an_import_error_until_it_appears(
-    harness, write_dag, dags_dir
-):
+def test_a_missing_template_file_is_an_import_error_until_it_appears(harness, write_dag, dags_dir):
     write_dag("tpl.py", DAG)
     harness.parse()
     [error] = harness.store.import_errors()
@@ -135,9 +133,7 @@ with DAG("web", schedule=None, user_defined_filters={{"rev": lambda s: str(s)[::
     assert json.loads(req["body"]) == {"next": "2026-03-08"}
 
 
-def test_a_trigger_dag_conf_is_rendered_and_checked_against_the_target_params(
-    harness, write_dag
-):
+def test_a_trigger_dag_conf_is_rendered_and_checked_against_the_target_params(harness, write_dag):
     write_dag(
         "pair.py",
         """

@@ -81,9 +81,7 @@ def test_the_typed_trigger_form_is_filled_and_triggers_a_run(
             form.locator("input#param-to").fill("ops@example.com")
             opts = form.locator("textarea#param-opts")
             opts.fill('{"a": ')  # not JSON yet
-            expect(form.locator("[data-param=opts] .json-status")).to_contain_text(
-                "not valid JSON"
-            )
+            expect(form.locator("[data-param=opts] .json-status")).to_contain_text("not valid JSON")
             form.locator("button[type=submit]").click()
             # the browser held the form back: out of range, invalid JSON
             assert page.url.endswith("/dags/typed")

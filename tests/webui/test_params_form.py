@@ -46,7 +46,12 @@ def test_each_schema_gets_its_widget():
         ('"full"', "Full reload", False),
     ]
     limit = fields["limit"]
-    assert (limit.minimum, limit.maximum, limit.step, limit.label) == ("1", "1000", "1", "Row limit")
+    assert (limit.minimum, limit.maximum, limit.step, limit.label) == (
+        "1",
+        "1000",
+        "1",
+        "Row limit",
+    )
     assert fields["ratio"].step == "any" and fields["ratio"].maximum is None
     assert fields["day"].description == "the day to load" and fields["day"].value == "2026-01-01"
     assert fields["at"].value == "2026-01-01T10:30"
@@ -81,7 +86,7 @@ def test_the_form_reads_back_typed_values():
     ("field", "raw", "message"),
     [
         ("limit", "1.5", "param 'limit': expected int, got '1.5'"),
-        ("mode", '"other"', 'param \'mode\': "other" is not one of its choices'),
+        ("mode", '"other"', "param 'mode': \"other\" is not one of its choices"),
         ("mode", "{oops", "param 'mode': expected one of its choices"),
         ("opts", "{oops", "param 'opts': expected JSON, got '{oops'"),
         ("at", "tomorrow", "param 'at': expected a date and time"),
