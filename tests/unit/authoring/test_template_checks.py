@@ -275,3 +275,36 @@ def test_check_names_doctest_shape():
     with pytest.raises(TemplateRenderError, match="unknown template variable 'x'"):
         check_names("{{ x }}", Names(params=set()))
     check_names("{{ x }}", Names(params=set(), open_variables=True))  # expand_kwargs
+
+
+def test_no_module_is_reachable_from_the_template_variables():
+    """The sandbox lets a template read any attribute not starting with '_': a module in
+    reach (``macros.uuid.os``) would let it run anything, in the web server too."""
+    import types
+
+    seen: set[int] = set()
+    found: list[str] = []
+
+    def walk(value, path: str, depth: int) -> None:
+        if id(value) in seen or depth > 4:
+            return
+        seen.add(id(value))
+        if isinstance(value, types.ModuleType):
+            found.append(path)
+            return
+        if isinstance(value, str | int | float | bool | type(None) | dict | list):
+            return
+        for name in dir(value):
+            if name.startswith("_"):
+                continue
+            try:
+                attr = getattr(value, name)
+            except Exception:  # noqa: BLE001 - a lookup that needs a store: not an attribute
+                continue
+            walk(attr, f"{path}.{name}", depth + 1)
+
+    for name, value in _ctx().template_vars("UTC").items():
+        walk(value, name, 0)
+    assert found == []
+    with pytest.raises(TemplateRenderError, match="has no attribute 'os'"):
+        render_text("{{ macros.uuid.os.getcwd() }}", _ctx().template_vars("UTC"))
