@@ -25,6 +25,9 @@ class TaskState(StrEnum):
     # a sensor whose poke found its condition unmet: claimable again at ready_at (its
     # next poke), holding no worker slot meanwhile; the try number stays (issue 15)
     UP_FOR_RESCHEDULE = "up_for_reschedule"
+    # issue 30: gave up its slot to wait for a trigger run by a triggerer; the trigger's
+    # event queues it again (same try), its timeout or error fails the try
+    DEFERRED = "deferred"
     SUCCESS = "success"
     FAILED = "failed"  # tries exhausted: dead-lettered
     UPSTREAM_FAILED = "upstream_failed"
@@ -69,10 +72,23 @@ TASK_TRANSITIONS: dict[TaskState, frozenset[TaskState]] = {
             TaskState.QUEUED,  # handed back by a worker shutting down
             TaskState.UP_FOR_RESCHEDULE,  # a sensor's poke: not yet
             TaskState.SKIPPED,  # the task raised Skip (issue 14); a soft_fail sensor timed out
+            TaskState.DEFERRED,  # ctx.defer(...): the try waits for its trigger (issue 30)
         }
     ),
     TaskState.UP_FOR_RETRY: frozenset({TaskState.RUNNING, TaskState.CANCELLED}),
     TaskState.UP_FOR_RESCHEDULE: frozenset({TaskState.RUNNING, TaskState.CANCELLED}),
+    # issue 30: the event resumes it (queued, same try), a timeout or a trigger's error
+    # ends the try (retried or failed); cleared or marked like any unfinished instance
+    TaskState.DEFERRED: frozenset(
+        {
+            TaskState.QUEUED,
+            TaskState.UP_FOR_RETRY,
+            TaskState.FAILED,
+            TaskState.CANCELLED,
+            TaskState.SCHEDULED,
+            TaskState.SUCCESS,
+        }
+    ),
     # finished states may only be cleared back to scheduled
     TaskState.SUCCESS: frozenset({TaskState.SCHEDULED}),
     TaskState.FAILED: frozenset({TaskState.SCHEDULED}),

@@ -15,6 +15,7 @@ from sqlalchemy import (
     Boolean,
     Column,
     DateTime,
+    Float,
     ForeignKey,
     Index,
     Integer,
@@ -25,6 +26,7 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
     false,
+    true,
     text,
 )
 from sqlalchemy.types import TypeDecorator
@@ -216,6 +218,12 @@ task_instances = Table(
     Column("poke_count", Integer, nullable=False, default=0, server_default="0"),
     # its pokes are built-in checks the worker evaluates (no task slot) (0015)
     Column("worker_check", Boolean, nullable=False, default=False, server_default=false()),
+    # issue 30 (0028): a deferred instance's trigger and its deadline; what its next try
+    # process calls when the trigger fires (Airflow's next_method / next_kwargs)
+    Column("trigger_id", Id),
+    Column("trigger_timeout", UTCDateTime),
+    Column("next_method", String(250)),
+    Column("next_kwargs", Text),
     Index(None, "run_id", "task_id"),
     Index(None, "state", "ready_at"),
     Index(None, "owner"),
@@ -230,6 +238,8 @@ task_instances = Table(
         postgresql_where=text("gated"),
     ),
     Index(None, "worker_check", "state", "ready_at"),  # due built-in sensors (0015)
+    Index(None, "trigger_id"),  # a trigger's task instance (0028)
+    Index(None, "state", "trigger_timeout"),  # deferred instances past their timeout (0028)
     # pools with waiting tasks, and their candidates, without the unpooled rows (0020)
     Index(
         "ix_task_instances_pooled_ready",
@@ -532,4 +542,79 @@ asset_run_events = Table(
     Column("run_pk", Id, ForeignKey("dag_runs.id", ondelete="CASCADE"), primary_key=True),
     Column("event_id", Id, ForeignKey("asset_events.id", ondelete="CASCADE"), primary_key=True),
     Index(None, "event_id"),
+)
+
+
+# -- issue 30 (migration 0028): triggers, triggerers and asset watchers ----------------
+# one row per deferred task instance's trigger: what to build (classpath, kwargs) and
+# which triggerer runs it under a lease (NULL or expired: any triggerer may take it)
+triggers = Table(
+    "triggers",
+    metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("classpath", String(500), nullable=False),
+    Column("kwargs", Text, nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("fileloc", Text),  # the DAG file of the task (a trigger class it defines)
+    Column("triggerer_id", String(250)),
+    Column("lease_expires_at", UTCDateTime),
+    Index(None, "triggerer_id"),
+    Index(None, "lease_expires_at"),
+)
+
+# registered triggerers (`orchestrator status`, /health, /metrics)
+triggerers = Table(
+    "triggerers",
+    metadata,
+    Column("triggerer_id", String(250), primary_key=True),
+    Column("hostname", String(250), nullable=False),
+    Column("pid", Integer, nullable=False),
+    Column("capacity", Integer, nullable=False),
+    Column("started_at", UTCDateTime, nullable=False),
+    Column("heartbeat_at", UTCDateTime, nullable=False),
+    Column("stopped_at", UTCDateTime),
+    Column("triggers", Integer, nullable=False, default=0, server_default="0"),
+    Column("watchers", Integer, nullable=False, default=0, server_default="0"),
+    # the event loop's lag (seconds) and the last trigger that blocked it, when
+    Column("loop_lag", Float, nullable=False, default=0.0, server_default="0"),
+    Column("blocked_count", Integer, nullable=False, default=0, server_default="0"),
+    Column("blocked_by", Text),
+    Column("blocked_at", UTCDateTime),
+)
+
+# one row per asset watcher (an asset's watchers=[...]): which triggerer runs it under
+# a lease, its connection state, its cursor (PostgreSQL's log) and its counts
+watchers = Table(
+    "watchers",
+    metadata,
+    Column("key", String(700), primary_key=True),  # "<asset uri>#<kind>:<source>"
+    Column("asset_uri", String(500), nullable=False),
+    Column("kind", String(50), nullable=False),
+    Column("conn_id", String(250), nullable=False),
+    Column("source", String(500), nullable=False),
+    Column("spec", Text, nullable=False),  # the watcher's options (JSON)
+    Column("active", Boolean, nullable=False, default=True, server_default=true()),
+    Column("triggerer_id", String(250)),
+    Column("lease_expires_at", UTCDateTime),
+    Column("state", String(20), nullable=False, default="idle", server_default="idle"),
+    Column("last_error", Text),
+    Column("last_error_at", UTCDateTime),
+    Column("failures", Integer, nullable=False, default=0, server_default="0"),
+    Column("cursor", Text),
+    Column("messages", BigInteger, nullable=False, default=0, server_default="0"),
+    Column("rejected", BigInteger, nullable=False, default=0, server_default="0"),
+    Column("last_message_at", UTCDateTime),
+    Column("updated_at", UTCDateTime, nullable=False),
+)
+
+# the message ids a watcher has turned into events: a redelivered message (a crash
+# between commit and ack) finds its id here and is acked without a second event
+watcher_messages = Table(
+    "watcher_messages",
+    metadata,
+    Column("watcher_key", String(700), primary_key=True),
+    Column("message_id", String(500), primary_key=True),
+    Column("event_id", Id),  # None: rejected (the reason is in the events table)
+    Column("at", UTCDateTime, nullable=False),
+    Index(None, "at"),
 )
