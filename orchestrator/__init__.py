@@ -26,6 +26,7 @@ __all__ += ["Client", "ClientError"]  # issue 17: the API client
 __all__ += ["PokeReturnValue"]
 __all__ += ["setup", "teardown"]  # issue 25: setup and teardown tasks
 __all__ += ["Param"]  # issue 25: typed params (JSON Schema)
+__all__ += ["BaseTrigger", "TriggerEvent", "TaskDeferred"]  # issue 30: deferrable tasks
 
 
 def __getattr__(name: str) -> Any:  # imported lazily so store-only processes stay light
@@ -47,6 +48,10 @@ def __getattr__(name: str) -> Any:  # imported lazily so store-only processes st
         from orchestrator import errors
 
         return getattr(errors, name)
+    if name in ("BaseTrigger", "TriggerEvent", "TaskDeferred"):  # issue 30
+        from orchestrator.authoring import triggers
+
+        return getattr(triggers, name)
     if name == "OrchestratorError":
         from orchestrator.errors import OrchestratorError
 

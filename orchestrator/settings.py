@@ -217,6 +217,19 @@ FIELDS: dict[str, tuple[type, Any, str]] = {
         10_000,
         "most task instances one mapped task may expand into in one run",
     ),
+    # issue 30: deferrable tasks and asset watchers
+    "triggerer_capacity": (int, 10_000, "most triggers one triggerer runs at once"),
+    "triggerer_block_seconds": (
+        float,
+        0.5,
+        "a triggerer's event loop blocked this long is named in the log and metrics; "
+        "at twice this its other triggers move to a fresh loop",
+    ),
+    "watcher_max_backoff": (
+        float,
+        30.0,
+        "longest wait, seconds, between an asset watcher's reconnects to its broker",
+    ),
 }
 
 
@@ -288,6 +301,10 @@ class Settings:
     secrets_backend_kwargs: str | None
     # issue 14: runtime task mapping
     max_map_length: int = 10_000
+    # issue 30: deferrable tasks and asset watchers
+    triggerer_capacity: int = 10_000
+    triggerer_block_seconds: float = 0.5
+    watcher_max_backoff: float = 30.0
 
     @property
     def log_dir(self) -> str:

@@ -135,6 +135,26 @@ class TaskContext:
         """What a successful try's reply carries for its outlet events (may be empty)."""
         return {"outlet_events": dict(self._outlet_extras)} if self._outlet_extras else {}
 
+    def defer(
+        self,
+        *,
+        trigger: Any,
+        method_name: str,
+        kwargs: dict[str, Any] | None = None,
+        timeout: Any = None,
+    ) -> None:
+        """Give up this task's worker slot until ``trigger`` fires (issue 30).
+
+        The try ends here (``deferred``); when the trigger yields its first
+        :class:`~orchestrator.TriggerEvent`, a fresh process of the same try calls
+        ``method_name(ctx, event, **kwargs)``, a function of this DAG file. A
+        ``timeout`` (timedelta or seconds) fails the try if the trigger has not fired
+        by then. Airflow's ``self.defer``; raises :class:`~orchestrator.TaskDeferred`.
+        """
+        from orchestrator.authoring.triggers import TaskDeferred
+
+        raise TaskDeferred(trigger=trigger, method_name=method_name, kwargs=kwargs, timeout=timeout)
+
     def upstream(self, task_id: str) -> Any:
         """The JSON return value of upstream task ``task_id`` (None if it returned None);
         for a mapped upstream task, the list of its instances' results in map order."""

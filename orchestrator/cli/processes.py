@@ -1,4 +1,5 @@
-"""Long-running commands: standalone, db upgrade, scheduler, worker, webserver."""
+"""Long-running commands: standalone, db upgrade, scheduler, worker, triggerer,
+webserver."""
 
 from __future__ import annotations
 
@@ -48,6 +49,14 @@ def register(sub: Any, parents: Parents) -> None:
     p.add_argument("--concurrency", type=whole(1, 4096), default=None, help="task processes")
     p.add_argument("--queues", default="default", help="comma-separated queues (default: default)")
     p.set_defaults(handler=cmd_worker, long_running=True)
+    p = parents.add(
+        sub, "triggerer", "run a triggerer (deferred tasks' triggers, asset watchers) until stopped"
+    )
+    p.add_argument(
+        "--capacity", type=whole(1, 1_000_000), default=None,
+        help="most triggers it runs at once (default: triggerer_capacity, 10000)",
+    )  # fmt: skip
+    p.set_defaults(handler=cmd_triggerer, long_running=True)
     p = parents.add(sub, "webserver", "serve the web UI")
     p.add_argument("--host", default=None)
     p.add_argument("--port", type=whole(1, 65535), default=None)
@@ -130,6 +139,16 @@ def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
     stop = threading.Event()
     install_stop_handlers(stop)
     run_worker(store, settings, queues, stop)
+    return 0
+
+
+def cmd_triggerer(args: argparse.Namespace, settings: Settings) -> int:
+    from orchestrator.engine.services import install_stop_handlers, run_triggerer
+
+    store = open_store(settings)
+    stop = threading.Event()
+    install_stop_handlers(stop)
+    run_triggerer(store, settings, stop, capacity=args.capacity)
     return 0
 
 

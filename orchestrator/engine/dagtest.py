@@ -50,7 +50,7 @@ from orchestrator.store.core.identity import sqlite_path
 
 log = logging.getLogger(__name__)
 RESULT_WIDTH = 60  # characters of a result or error in the table
-_OPEN_TRY = ("running", "up_for_reschedule")  # a try in these states has not ended
+_OPEN_TRY = ("running", "up_for_reschedule", "deferred")  # a try in these states has not ended
 
 
 @dataclass(frozen=True)

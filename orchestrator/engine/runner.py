@@ -26,6 +26,8 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from orchestrator.authoring.loader import DagImportError, display_path, load_file, read_source
+from orchestrator.authoring.triggers import TaskDeferred
+from orchestrator.engine.deferral_try import deferral_outcome, resume
 from orchestrator.engine.fd_capture import FdCapture
 from orchestrator.engine.masking import Masker, mask_outcome
 from orchestrator.engine.proctree import become_subreaper, end_descendants
@@ -333,7 +335,9 @@ def run_try(
         hook("on_execute")
         with contextlib.redirect_stdout(logfile), contextlib.redirect_stderr(logfile):
             try:
-                if job.get("sensor"):  # issue 15: poke (engine/sensor_try.py)
+                if job.get("next_method"):  # issue 30: its trigger fired (deferral_try.py)
+                    value = resume(fn, job, ctx, logger)
+                elif job.get("sensor"):  # issue 15: poke (engine/sensor_try.py)
                     value = run_sensor(
                         lambda: fn(ctx) if _takes_argument(fn) else fn(),
                         job["sensor"],
@@ -371,6 +375,9 @@ def run_try(
         return {"ok": True, "result": result, **ctx.outlet_outcome()}
     except DagImportError as exc:
         return _failure(logger, f"cannot import the DAG file: {exc.message}", None)
+    except TaskDeferred as exc:  # issue 30: ctx.defer(...) (engine/deferral_try.py)
+        logfile.end_of_output()
+        return deferral_outcome(exc, dag.tasks[job["task_id"]].fn, job, logger)
     except (Skip, Fail) as exc:  # issue 14: the task says how it ends
         logfile.end_of_output()
         return controlled(logger, exc)

@@ -158,6 +158,35 @@ def run_worker(
         notifier.close()
 
 
+def run_triggerer(
+    store: Store,
+    settings: Settings,
+    stop: threading.Event,
+    *,
+    clock: Clock | None = None,
+    capacity: int | None = None,
+) -> None:
+    """A triggerer process (issue 30); on PostgreSQL it NOTIFYs the workers when a
+    trigger's event queued its task, and the schedulers when a trigger failed one."""
+    from orchestrator.engine import wakeup
+    from orchestrator.engine.triggerer import Triggerer
+
+    hide_start_environment()  # before any thread: engine/start_environ.py
+    notifier = wakeup.Notifier(store.url)
+    triggerer = Triggerer(
+        store,
+        clock or SystemClock(),
+        settings,
+        capacity=capacity,
+        on_fire=notifier.event(wakeup.TASKS),
+        on_finish=notifier.event(wakeup.FINISHED),
+    )
+    try:
+        triggerer.run_forever(stop)
+    finally:
+        notifier.close()
+
+
 def _thread(name: str, target: Callable[..., None], *args: Any) -> threading.Thread:
     t = threading.Thread(target=target, args=args, name=name, daemon=True)
     t.start()
@@ -206,7 +235,12 @@ def standalone(
     processor = DagProcessor(store, settings, on_stored=sched_wake.set)
     scheduler = Scheduler(store, clock, settings, wake=sched_wake, on_release=worker_wake)
     worker = Worker(store, clock, settings, wake=worker_wake, on_finish=sched_wake)
+    from orchestrator.engine.triggerer import Triggerer
+
+    # issue 30: deferred tasks' triggers and asset watchers, in a thread of their own
+    triggerer = Triggerer(store, clock, settings, on_fire=worker_wake, on_finish=sched_wake)
     threads = [
+        _thread("triggerer", triggerer.run_forever, stop),
         _thread("processor", run_processor, processor, clock, settings, stop, sched_wake),
         _thread("scheduler", scheduler.run_forever, stop),
         _thread("worker", worker.run_forever, stop),

@@ -84,6 +84,9 @@ class Dispatching:
             "skip_on_exit_code": task.skip_on_exit_code,
             "sensor": task.sensor,
             "poke_count": claim.poke_count,
+            # issue 30: a deferred try resumed by its trigger (engine/deferral_try.py)
+            "next_method": claim.next_method,
+            "next_kwargs": claim.next_kwargs,
         }
         slot = self._free_slot()
         slot.claim = claim

@@ -9,6 +9,7 @@ from datetime import datetime
 from multiprocessing.connection import wait
 from typing import Any
 
+from orchestrator.engine.deferral_try import DEFERRED_TRY
 from orchestrator.engine.secrets_chain import answer_lookup
 from orchestrator.engine.sensor_checks import (
     RESCHEDULE,
@@ -97,6 +98,8 @@ class Rounds:
                             "outlet_events"
                         ]
                     self._outbox.append((claim, True, outcome.get("result"), 0, "success", now))
+                elif outcome.get("defer"):  # issue 30: ctx.defer (store.defer_task)
+                    self._outbox.append((claim, False, outcome["defer"], None, DEFERRED_TRY, now))
                 elif outcome.get("sensor"):  # a sensor not met yet, or timed out (issue 15)
                     if outcome["sensor"] == "reschedule":  # payload: no earlier next poke
                         self._outbox.append((claim, False, None, None, "reschedule", now))
@@ -211,7 +214,9 @@ class Rounds:
                     del self._outbox[:n]
                     recorded += n
                     continue
-                if try_state in SENSOR_OUTCOMES:  # a sensor that gave up
+                if try_state == DEFERRED_TRY:  # issue 30: waits for its trigger
+                    self.store.defer_task(claim, payload, at)
+                elif try_state in SENSOR_OUTCOMES:  # a sensor that gave up
                     record_sensor_outcome(self.store, claim, try_state, payload, at)
                 else:
                     self.store.finish_failure(claim, payload, exit_status, at, try_state=try_state)

@@ -23,9 +23,11 @@ from orchestrator.store.observe import ObserveAggregate
 from orchestrator.store.reads import ReadsAggregate
 from orchestrator.store.runs import RunsAggregate
 from orchestrator.store.tasks import TasksAggregate
+from orchestrator.store.triggers import TriggersAggregate
 
 
 class Store(
+    TriggersAggregate,
     TasksAggregate,
     RunsAggregate,
     BackfillsAggregate,

@@ -34,6 +34,8 @@ ALLOWED = {
     ("orchestrator", "orchestrator.authoring.credentials"),
     # issue 14: `from orchestrator import TaskGroup, task_group` (lazy, like DAG)
     ("orchestrator", "orchestrator.authoring.task_group"),
+    # issue 30: `from orchestrator import BaseTrigger, TriggerEvent` (lazy, like DAG)
+    ("orchestrator", "orchestrator.authoring.triggers"),
     # `python -m orchestrator` is the CLI
     ("orchestrator.__main__", "orchestrator.cli"),
 }
@@ -61,6 +63,8 @@ def _layer(module: str) -> str:
     if module == "orchestrator.alerts":  # the public alert helpers for DAG files
         return "authoring"
     if module == "orchestrator.sensors":  # the public sensors for DAG files (issue 15)
+        return "authoring"
+    if module == "orchestrator.triggers":  # the built-in triggers for DAG files (issue 30)
         return "authoring"
     return "ground"
 
@@ -145,6 +149,7 @@ STORE_RANK = {
     "assets": 4,  # an asset event's run is inserted through runs/
     "tasks": 5,  # a success records outlet events (assets/), finishes runs (runs/)
     "backfills": 6,  # a backfill's rerun clears task instances (tasks/)
+    "triggers": 6,  # a trigger's event resumes its task (tasks/); watchers emit (assets/)
     "reads": 7,  # pages, grids, metrics and the explainer read across the aggregates
 }
 STORE_ALLOWED: set[tuple[str, str]] = set()  # exceptions, each with its reason

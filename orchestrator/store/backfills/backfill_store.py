@@ -73,6 +73,11 @@ def clear_run_in(
                 error=None,
                 result=None,
                 max_tries=ti.c.try_number + tries,  # a fresh set of tries
+                # issue 30: not resuming a deferral of an earlier try
+                next_method=None,
+                next_kwargs=None,
+                trigger_id=None,
+                trigger_timeout=None,
                 lost_tries=0,
             )
         )

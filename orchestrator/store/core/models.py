@@ -26,8 +26,8 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
     false,
-    true,
     text,
+    true,
 )
 from sqlalchemy.types import TypeDecorator
 

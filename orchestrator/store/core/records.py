@@ -157,6 +157,10 @@ class TaskInstanceRecord(Record):
     # a sensor's current try (issue 15): its first poke, and pokes that found it unmet
     first_poke_at: datetime | None = None
     poke_count: int = 0
+    # issue 30: a deferred instance's trigger and deadline; what its resume calls
+    trigger_id: int | None = None
+    trigger_timeout: datetime | None = None
+    next_method: str | None = None
 
     @classmethod
     def from_row(cls, row: Any) -> TaskInstanceRecord:
@@ -180,6 +184,9 @@ class TaskInstanceRecord(Record):
             map_kwargs=row._mapping.get("map_kwargs"),
             first_poke_at=row.first_poke_at,
             poke_count=row.poke_count,
+            trigger_id=row._mapping.get("trigger_id"),
+            trigger_timeout=row._mapping.get("trigger_timeout"),
+            next_method=row._mapping.get("next_method"),
         )
 
 
@@ -269,6 +276,10 @@ class Claim(Record):
     map_kwargs: str | None = None
     # a sensor's earlier pokes in this try (issue 15): > 0 means this claim reopened it
     poke_count: int = 0
+    # issue 30: set when this claim resumes a deferred try (its trigger fired): the
+    # function its process calls, and the JSON of {"event": ..., "kwargs": ...}
+    next_method: str | None = None
+    next_kwargs: str | None = None
 
 
 @dataclass(frozen=True)

@@ -291,7 +291,11 @@ def cancel_run_in(
     conn.execute(
         update(tries)
         # a sensor's try between pokes is open too (issue 15)
-        .where(tries.c.ti_id.in_(run_tis), tries.c.state.in_(("running", "up_for_reschedule")))
+        # and a deferred one's (issue 30)
+        .where(
+            tries.c.ti_id.in_(run_tis),
+            tries.c.state.in_(("running", "up_for_reschedule", "deferred")),
+        )
         .values(state="cancelled", end_date=now, error=why)
     )
     conn.execute(

@@ -95,14 +95,14 @@ class RunTimeoutStore(StoreBase):
                 .where(ti.c.run_pk == pk, ti.c.state == TaskState.RUNNING)
                 .values(state=TaskState.FAILED, end_date=now, lease_expires_at=None, error=why)
             )
-            waiting = select(ti.c.id).where(
-                ti.c.run_pk == pk, ti.c.state == TaskState.UP_FOR_RESCHEDULE
+            waiting = select(ti.c.id).where(  # and a deferred try (issue 30)
+                ti.c.run_pk == pk, ti.c.state.in_((TaskState.UP_FOR_RESCHEDULE, TaskState.DEFERRED))
             )
             conn.execute(  # a sensor's try between pokes is open too, as cancel_run has it
                 update(tries)
                 .where(
                     tries.c.ti_id.in_(waiting.scalar_subquery()),
-                    tries.c.state == TaskState.UP_FOR_RESCHEDULE,
+                    tries.c.state.in_((TaskState.UP_FOR_RESCHEDULE, TaskState.DEFERRED)),
                 )
                 .values(state="cancelled", end_date=now, error=why)
             )

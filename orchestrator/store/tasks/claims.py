@@ -23,6 +23,7 @@ from typing import Any
 from sqlalchemy import (
     Connection,
     String,
+    and_,
     bindparam,
     case,
     delete,
@@ -30,6 +31,7 @@ from sqlalchemy import (
     func,
     insert,
     literal_column,
+    or_,
     select,
     tuple_,
     union_all,
@@ -227,10 +229,13 @@ class ClaimStore(StoreBase):
                     map_index=c.map_index,
                     map_kwargs=c.map_kwargs,
                     poke_count=c.poke_count,
+                    next_method=c.next_method,
+                    next_kwargs=c.next_kwargs,
                 )
             )
         reopen_tries(conn, [c for c in out if c.poke_count], owner)  # a sensor's next poke
-        fresh = [c for c in out if not c.poke_count]
+        reopen_tries(conn, [c for c in out if c.next_method], owner, TaskState.DEFERRED)
+        fresh = [c for c in out if not c.poke_count and not c.next_method]
         if not fresh:
             return out
         conn.execute(
@@ -346,13 +351,17 @@ def _take(pick: Any, *, sqlite: bool = False) -> Any:
         .values(
             state=TaskState.RUNNING,
             owner=bindparam("b_owner"),
-            # a sensor's next poke keeps its try (and its poke count and first poke)
-            try_number=case((_REPOKE, ti.c.try_number), else_=ti.c.try_number + 1),
+            # a sensor's next poke keeps its try (and its poke count and first poke); so
+            # does a deferred try its trigger resumed (issue 30: queued with next_method)
+            try_number=case((_KEEP_TRY, ti.c.try_number), else_=ti.c.try_number + 1),
             poke_count=case((_REPOKE, ti.c.poke_count), else_=0),
             first_poke_at=case((_REPOKE, ti.c.first_poke_at), else_=None),
             lease_expires_at=bindparam("b_expires"),
             start_date=bindparam("b_now"),
             end_date=None,
+            # a retry starts over from the task itself, as in Airflow
+            next_method=case((_RESUME, ti.c.next_method), else_=None),
+            next_kwargs=case((_RESUME, ti.c.next_kwargs), else_=None),
         )
         .returning(
             ti.c.id,
@@ -363,11 +372,15 @@ def _take(pick: Any, *, sqlite: bool = False) -> Any:
             ti.c.map_index,
             ti.c.map_kwargs,
             ti.c.poke_count,
+            ti.c.next_method,
+            ti.c.next_kwargs,
         )
     )
 
 
 _REPOKE = ti.c.state == TaskState.UP_FOR_RESCHEDULE
+_RESUME = and_(ti.c.state == TaskState.QUEUED, ti.c.next_method.is_not(None))
+_KEEP_TRY = or_(_REPOKE, _RESUME)
 
 
 def _taking(owner: str, now: datetime, expires: datetime) -> dict[str, Any]:
@@ -446,9 +459,12 @@ _RUNS_BY_PK = select(m.dag_runs).where(m.dag_runs.c.id.in_(bindparam("pks", expa
 
 
 # issue 15: a claim that is a sensor's next poke reopens its try
-def reopen_tries(conn: Connection, claims: list[Claim], owner: str) -> None:
-    """A rescheduled sensor claimed for its next poke: its try's row is running again
-    (same try number, same log; its start stays the first poke's)."""
+def reopen_tries(
+    conn: Connection, claims: list[Claim], owner: str, was: str = TaskState.UP_FOR_RESCHEDULE
+) -> None:
+    """A rescheduled sensor claimed for its next poke (or, issue 30, a deferred try
+    resumed, ``was='deferred'``): its try's row is running again (same try number, same
+    log; its start stays the first poke's)."""
     if not claims:
         return
     conn.execute(
@@ -457,6 +473,7 @@ def reopen_tries(conn: Connection, claims: list[Claim], owner: str) -> None:
             "ids": sorted(c.ti_id for c in claims),
             "pairs": sorted((c.ti_id, c.try_number) for c in claims),
             "worker": owner,
+            "was": str(was),
         },
     )
 
@@ -466,7 +483,7 @@ _REOPEN = (
     .where(
         tries.c.ti_id.in_(bindparam("ids", expanding=True)),  # by key on SQLite (finish.py)
         tuple_(tries.c.ti_id, tries.c.try_number).in_(bindparam("pairs", expanding=True)),
-        tries.c.state == TaskState.UP_FOR_RESCHEDULE,
+        tries.c.state == bindparam("was"),
     )
     .values(state="running", worker=bindparam("worker"), end_date=None)
 )

@@ -52,8 +52,12 @@ class HandbackStore(StoreBase):
             return 0
         given = 0
         with self.write() as conn:
-            for pokes, state in ((False, TaskState.QUEUED), (True, TaskState.UP_FOR_RESCHEDULE)):
-                mine = [c for c in claims if bool(c.poke_count) is pokes]
+            # a fresh try, a sensor's next poke, a deferred try resumed (issue 30)
+            kinds = (("fresh", TaskState.QUEUED), ("poke", TaskState.UP_FOR_RESCHEDULE),
+                     ("resume", TaskState.QUEUED))  # fmt: skip
+            for kind, state in kinds:
+                mine = [c for c in claims if _kind(c) == kind]
+                pokes = kind != "fresh"  # the try number stays, its row is reopened
                 if not mine:
                     continue
                 back = conn.execute(
@@ -71,7 +75,7 @@ class HandbackStore(StoreBase):
                         lease_expires_at=None,
                         # a fresh try was not started: the try number goes back
                         try_number=ti.c.try_number if pokes else ti.c.try_number - 1,
-                        start_date=ti.c.first_poke_at if pokes else None,
+                        start_date=ti.c.first_poke_at if kind == "poke" else None,
                         end_date=now if pokes else None,
                     )
                     .returning(ti.c.id, ti.c.try_number)
@@ -87,11 +91,14 @@ class HandbackStore(StoreBase):
                     tries.c.state == "running",
                 )
                 if pokes:
-                    conn.execute(
-                        update(tries)
-                        .where(*which)
-                        .values(state=TaskState.UP_FOR_RESCHEDULE, end_date=now)
-                    )
+                    was = TaskState.DEFERRED if kind == "resume" else TaskState.UP_FOR_RESCHEDULE
+                    conn.execute(update(tries).where(*which).values(state=was, end_date=now))
                 else:
                     conn.execute(delete(tries).where(*which))
         return given
+
+
+def _kind(claim: Claim) -> str:
+    if claim.next_method:
+        return "resume"
+    return "poke" if claim.poke_count else "fresh"

@@ -167,6 +167,7 @@ class TaskStore(StoreBase):
         quiet: bool = False,
         lost: str | None = None,
         retry: bool = True,
+        from_state: str = TaskState.RUNNING,
     ) -> str | None:
         """Close a running attempt as failed: retry it with backoff or dead-letter it.
 
@@ -180,6 +181,8 @@ class TaskStore(StoreBase):
         ``max_lost_tries`` tries, it is queued again at once and ``max_tries`` grows by
         one, so its retries are untouched. A loss beyond that counts as a failed try
         (``lost N times: ...``), retried or dead-lettered per the retry policy.
+        ``from_state='deferred'`` (issue 30, owner None): a deferred try whose trigger
+        failed or timed out.
         """
         with self.write() as conn:
             row = conn.execute(
@@ -191,7 +194,8 @@ class TaskStore(StoreBase):
                 return None
             spec = self.spec(row.dag_id, row.version_hash)  # type: ignore[attr-defined]
             task = spec.tasks.get(row.task_id)
-            values: dict = {"error": error[-4000:], "end_date": now}
+            # a retry (or a lost try's rerun) starts over from the task itself (issue 30)
+            values: dict = {"error": error[-4000:], "end_date": now} | _NO_DEFERRAL
             bound = self.lost_tries_bound(task)
             free = lost is not None and row.lost_tries < bound
             if lost is not None:
@@ -224,7 +228,7 @@ class TaskStore(StoreBase):
             conds = [
                 ti.c.id == ti_id,
                 ti.c.try_number == try_number,
-                ti.c.state == TaskState.RUNNING,
+                ti.c.state == from_state,
                 ti.c.owner == owner if owner is not None else ti.c.owner.is_(None),
             ]
             if extra is not None:
@@ -234,7 +238,10 @@ class TaskStore(StoreBase):
                 if not quiet:
                     _stale(conn, row, now, try_number=try_number, owner=owner)
                 return None
-            _close_try(conn, ti_id, try_number, try_state, now, exit_status, error, lost=lost)
+            _close_try(
+                conn, ti_id, try_number, try_state, now, exit_status, error, lost=lost,
+                was="running" if from_state == TaskState.RUNNING else str(from_state),
+            )  # fmt: skip
             state = values["state"]
             if free:
                 kind = "task_lost"
@@ -322,6 +329,7 @@ class TaskStore(StoreBase):
                         result=None,
                         max_tries=ti.c.try_number + spec.tasks[t].max_tries,
                         lost_tries=0,  # a fresh set of tries, lost ones included
+                        **_NO_DEFERRAL,
                     )
                 ).rowcount
                 if done:
@@ -477,6 +485,11 @@ def _indexes(count: int) -> str:
     return "it is not mapped" if count == 1 else f"its map indexes are 0..{count - 1}"
 
 
+# issue 30: an instance that is not (or no longer) deferred or resuming
+_NO_DEFERRAL = {"trigger_id": None, "trigger_timeout": None, "next_method": None,
+                "next_kwargs": None}  # fmt: skip
+
+
 def _fence(claim: Claim) -> list:
     return [
         ti.c.id == claim.ti_id,
@@ -521,10 +534,11 @@ def _close_try(
     error: str | None,
     *,
     lost: str | None = None,
+    was: str = "running",
 ) -> None:
     conn.execute(
         update(tries)
-        .where(tries.c.ti_id == ti_id, tries.c.try_number == try_number, tries.c.state == "running")
+        .where(tries.c.ti_id == ti_id, tries.c.try_number == try_number, tries.c.state == was)
         .values(
             state=state,
             end_date=now,

@@ -72,7 +72,8 @@ class UiActionStore(StoreBase):
                 update(m.task_tries)
                 .where(
                     m.task_tries.c.ti_id == row.id,
-                    m.task_tries.c.state.in_(("running", "up_for_reschedule")),  # issue 15
+                    # issue 15's sensors between pokes, issue 30's deferred tries
+                    m.task_tries.c.state.in_(("running", "up_for_reschedule", "deferred")),
                 )
                 .values(state=f"marked_{state}", end_date=now, error=f"marked {state} by a user")
             )

@@ -1,0 +1,13 @@
+"""Triggers and triggerers (issue 30): a deferred task's trigger under a triggerer's
+lease, its event resuming the task (through ``tasks/``), and the asset watchers
+(through ``assets/``)."""
+
+from orchestrator.store.triggers.trigger_store import TriggerStore
+from orchestrator.store.triggers.triggerer_store import TriggererStore
+
+
+class TriggersAggregate(TriggerStore, TriggererStore):
+    """Tables ``triggers``, ``triggerers``, ``watchers``, ``watcher_messages``."""
+
+
+__all__ = ["TriggersAggregate"]
