@@ -135,6 +135,8 @@ class TriggerLoop:
     # -- the monitor thread -------------------------------------------------------------
     def _watch(self) -> None:
         while not self._stopping.wait(BEAT_SECONDS * 2):
+            if not self.thread.is_alive():
+                return
             lag = time.monotonic() - self.beat
             if lag < self.block_seconds:
                 if self.blocked_since is not None:

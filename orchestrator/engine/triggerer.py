@@ -55,17 +55,17 @@ class TriggerReads:
         found = self._store.external_state(dag_id, logical_date, None)
         return found[1] if found else None
 
-    def asset_events_after(self, uri: str, after_id: int) -> list[dict[str, Any]]:
-        events = self._store.asset_events(uri, limit=20)
+    def asset_events_after(self, uri: str, since: datetime) -> list[dict[str, Any]]:
+        """The asset's events after ``since``, oldest first (of its newest 50)."""
+        try:
+            events = self._store.asset_events(uri, limit=50)
+        except Exception:  # noqa: BLE001 - an unknown asset: no events yet
+            return []
         return [
             {"id": e.id, "uri": uri, "at": e.at.isoformat(), "extra": e.extra}
             for e in sorted(events, key=lambda e: e.id)
-            if e.id > after_id
+            if e.at > since
         ]
-
-    def last_asset_event_id(self, uri: str) -> int:
-        events = self._store.asset_events(uri, limit=1)
-        return events[0].id if events else 0
 
 
 class Triggerer:

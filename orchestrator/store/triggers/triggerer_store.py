@@ -36,17 +36,15 @@ class TriggererStore(StoreBase):
     def register_triggerer(
         self, triggerer_id: str, hostname: str, pid: int, capacity: int, now: datetime
     ) -> None:
+        """Register (or, for an id seen before, restart) a triggerer."""
+        values = {"hostname": hostname, "pid": pid, "capacity": capacity, "started_at": now,
+                  "heartbeat_at": now, "stopped_at": None}  # fmt: skip
         with self.write() as conn:
-            conn.execute(
-                insert(tg).values(
-                    triggerer_id=triggerer_id,
-                    hostname=hostname,
-                    pid=pid,
-                    capacity=capacity,
-                    started_at=now,
-                    heartbeat_at=now,
-                )
-            )
+            done = conn.execute(
+                update(tg).where(tg.c.triggerer_id == triggerer_id).values(**values)
+            ).rowcount
+            if not done:
+                conn.execute(insert(tg).values(triggerer_id=triggerer_id, **values))
 
     def triggerer_heartbeat(
         self, triggerer_id: str, now: datetime, *, triggers: int, watchers: int, loop_lag: float
