@@ -182,7 +182,9 @@ class DagStateTrigger(BaseTrigger):
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
         while True:
-            state = await asyncio.to_thread(self.reads.dag_run_state, self.dag_id, self.logical_date)
+            state = await asyncio.to_thread(
+                self.reads.dag_run_state, self.dag_id, self.logical_date
+            )
             if state in self.failed_states:
                 raise RuntimeError(
                     f"the run of {self.dag_id} at {self.logical_date.isoformat()} is {state}"

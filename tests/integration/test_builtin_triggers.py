@@ -75,7 +75,9 @@ def _resumed(harness, run_id: str, seconds: float = 15.0):
 
 def test_date_time_and_time_delta_triggers_fire_at_their_moment(harness, write_dag):
     soon = datetime.now(UTC) + timedelta(seconds=0.3)
-    run_id = _defer(harness, write_dag, f"DateTimeTrigger(datetime.fromisoformat({soon.isoformat()!r}))")
+    run_id = _defer(
+        harness, write_dag, f"DateTimeTrigger(datetime.fromisoformat({soon.isoformat()!r}))"
+    )
     assert _resumed(harness, run_id) == soon.isoformat()
     assert datetime.now(UTC) >= soon
     harness.clock.advance(timedelta(seconds=1))
@@ -127,7 +129,9 @@ def test_a_dag_state_trigger_fires_when_the_other_run_succeeds(harness, write_da
     other = harness.store.trigger_run("other", harness.clock.now())
     at = other.logical_date.isoformat()
     run_id = _defer(
-        harness, write_dag, f"DagStateTrigger('other', datetime.fromisoformat({at!r}), poke_interval=0.05)"
+        harness,
+        write_dag,
+        f"DagStateTrigger('other', datetime.fromisoformat({at!r}), poke_interval=0.05)",
     )
     assert harness.run_until_finished(other.run_id).state == "success"
     assert _resumed(harness, run_id) == {"dag_id": "other", "logical_date": at, "state": "success"}

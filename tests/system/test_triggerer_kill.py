@@ -5,9 +5,9 @@ event then resumes each task exactly once, in its first try."""
 from __future__ import annotations
 
 import json
-from datetime import timedelta
 import signal
 import time
+from datetime import timedelta
 
 import pytest
 from sqlalchemy import func, select
@@ -55,7 +55,9 @@ def resume(ctx, event):
 def _holders(store) -> dict[str | None, int]:
     t = m.triggers
     with store.read() as conn:
-        return dict(conn.execute(select(t.c.triggerer_id, func.count()).group_by(t.c.triggerer_id)).all())
+        return dict(
+            conn.execute(select(t.c.triggerer_id, func.count()).group_by(t.c.triggerer_id)).all()
+        )
 
 
 def test_a_killed_triggerers_triggers_are_taken_within_one_lease_and_fire_once(
@@ -116,9 +118,7 @@ def test_a_killed_triggerers_triggers_are_taken_within_one_lease_and_fire_once(
     assert len(tis) == N and all(t.state == "success" and t.try_number == 1 for t in tis)
     tries = m.task_tries
     with store.read() as conn:
-        per_ti = conn.execute(
-            select(tries.c.ti_id, func.count()).group_by(tries.c.ti_id)
-        ).all()
+        per_ti = conn.execute(select(tries.c.ti_id, func.count()).group_by(tries.c.ti_id)).all()
         resumed = conn.execute(
             select(func.count()).where(m.events.c.kind == "task_resumed")
         ).scalar_one()
