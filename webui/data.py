@@ -313,7 +313,12 @@ def task_page(
             run_id, task_id, now, worker_stale_after=stale, map_index=ti.map_index
         )
         reasons = explain_task(facts)
+    deferral = None  # issue 30: a deferred instance's trigger
+    if ti.state == "deferred":
+        deferral = next((d for d in store.deferred_instances(run_id=run_id)
+                         if d.ti_id == ti.id), None)  # fmt: skip
     return {
+        "deferral": deferral,
         "ti": ti,
         "run": run,
         "dag": dag,

@@ -22,6 +22,7 @@ KNOWN_STATES = frozenset(
         "running",
         "up_for_retry",
         "up_for_reschedule",  # a sensor between pokes (issue 15)
+        "deferred",  # waiting for its trigger in a triggerer (issue 30)
         "success",
         "failed",
         "upstream_failed",

@@ -24,6 +24,7 @@ _PRECEDENCE = (
     "running",
     "up_for_retry",
     "up_for_reschedule",
+    "deferred",
     "queued",
     "scheduled",
     "failed",

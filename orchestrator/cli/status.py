@@ -19,12 +19,14 @@ def register(sub: Any, parents: Parents) -> None:
 
 def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
     store = open_store(settings)
-    status = store.cluster_status(alive_within=timedelta(seconds=settings.lease_seconds))
+    alive = timedelta(seconds=settings.lease_seconds)
+    status = store.cluster_status(alive_within=alive)
     if args.json:
         data = status.to_dict()
         data["schedulers"] = [s.to_dict() for s in status.schedulers]
         data["workers"] = [w.to_dict() for w in status.workers]
         data["pools"] = [p.to_dict() for p in store.pools()]
+        data["triggerers"] = [t.to_dict() for t in store.triggerers()]  # issue 30
         emit(args, data)
         return 0
     if status.leader:
@@ -51,6 +53,16 @@ def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
         format_table(rows, ("worker_id", "hostname", "queues", "running", "state", "heartbeat_at"))
     )
     print()
+    triggerers = [  # issue 30
+        t.to_dict() | {"state": "alive" if status.now - t.heartbeat_at <= alive else "silent",
+                       "loop_lag": f"{t.loop_lag:.3f}s"}
+        for t in store.triggerers()
+    ]  # fmt: skip
+    if triggerers:
+        print("triggerers:")
+        print(format_table(triggerers, ("triggerer_id", "triggers", "watchers", "loop_lag",
+                                        "blocked_count", "state", "heartbeat_at")))  # fmt: skip
+        print()
     queued = ", ".join(f"{q}: {n}" for q, n in sorted(status.queued_tasks.items())) or "none"
     print(f"running tasks: {status.running_tasks}; queued by queue: {queued}")
     pools = [p.to_dict() for p in store.pools()]

@@ -81,6 +81,11 @@ def register(sub: Any, parents: Parents) -> None:
     p = parents.add(tasks, "failed", "list dead-lettered task instances", json_output=True)
     p.add_argument("dag_id", nargs="?", default=None)
     p.add_argument("--limit", type=whole(1), default=100)
+    p = parents.add(  # issue 30
+        tasks, "deferred", "list deferred task instances and their triggers", json_output=True
+    )
+    p.add_argument("dag_id", nargs="?", default=None)
+    p.add_argument("--limit", type=whole(1), default=500)
     p = parents.add(tasks, "retry", "give a dead-lettered task one more set of tries")
     p.add_argument("run_id")
     p.add_argument("task_id")
@@ -113,6 +118,12 @@ def cmd_tasks(args: argparse.Namespace, settings: Settings) -> int:
     store = open_store(settings)
     if args.action in ("why", "failed", "retry"):
         return _dead_letters_and_why(args, settings, store)
+    if args.action == "deferred":  # issue 30
+        rows = [d.to_dict() for d in store.deferred_instances(dag_id=args.dag_id, limit=args.limit)]
+        cols = ("dag_id", "run_id", "task_id", "map_index", "try_number", "trigger_id",
+                "classpath", "since", "timeout_at", "triggerer_id")  # fmt: skip
+        emit(args, rows, rows, cols)
+        return 0
     if args.action == "list":
         store.get_run(args.run_id)
         tis = [t.to_dict() for t in store.task_instances(args.run_id)]

@@ -107,6 +107,7 @@ class StoreCollector:
         yield histogram("orchestrator_upstream_to_start_seconds",
                         "Last upstream task's end to the downstream task's start, in the window",
                         facts.upstream_to_start)  # fmt: skip
+        yield from _triggerer_metrics(self.store, self.now)  # issue 30
         kinds, deliveries = self.store.alert_counts()
         c = CounterMetricFamily("orchestrator_alerts", "Alerts raised, by kind", labels=["kind"])
         for kind, n in sorted(kinds.items()):
@@ -124,3 +125,40 @@ def render(store: Any, now: datetime) -> bytes:
     registry = CollectorRegistry(auto_describe=False)
     registry.register(StoreCollector(store, now))  # type: ignore[arg-type]
     return generate_latest(registry)
+
+
+def _triggerer_metrics(store: Any, now: datetime) -> Iterator[Metric]:
+    """Triggerers (issue 30): the triggers each runs, its event loop's lag and how often
+    a trigger blocked it; the asset watchers' messages and rejects."""
+    rows = store.triggerers()
+    live = [t for t in rows if now - t.heartbeat_at <= timedelta(minutes=1)]
+    yield GaugeMetricFamily("orchestrator_triggerers_live",
+                            "Triggerers that heartbeated in the last minute", value=len(live))  # fmt: skip
+    g = GaugeMetricFamily("orchestrator_triggerer_triggers", "Triggers each triggerer runs",
+                          labels=["triggerer"])  # fmt: skip
+    lag = GaugeMetricFamily("orchestrator_triggerer_loop_lag_seconds", "How late the "
+                            "triggerer's event loop ran at its last heartbeat (a blocked "
+                            "loop: the time it was blocked)", labels=["triggerer"])  # fmt: skip
+    blocked = CounterMetricFamily("orchestrator_triggerer_loop_blocked", "Times a trigger "
+                                  "blocked the triggerer's event loop", labels=["triggerer"])  # fmt: skip
+    for t in rows:
+        g.add_metric([t.triggerer_id], t.triggers)
+        lag.add_metric([t.triggerer_id], t.loop_lag)
+        blocked.add_metric([t.triggerer_id], t.blocked_count)
+    yield g
+    yield lag
+    yield blocked
+    watchers = store.watcher_states() if hasattr(store, "watcher_states") else []
+    msgs = CounterMetricFamily("orchestrator_watcher_messages", "Messages an asset watcher "
+                               "turned into asset events", labels=["watcher"])  # fmt: skip
+    rej = CounterMetricFamily("orchestrator_watcher_rejected", "Messages an asset watcher "
+                              "rejected (not JSON, too large, bad signature)", labels=["watcher"])  # fmt: skip
+    up = GaugeMetricFamily("orchestrator_watcher_connected", "1 if the watcher is connected "
+                           "to its broker", labels=["watcher"])  # fmt: skip
+    for w in watchers:
+        msgs.add_metric([w.key], w.messages)
+        rej.add_metric([w.key], w.rejected)
+        up.add_metric([w.key], int(w.state == "connected"))
+    yield msgs
+    yield rej
+    yield up

@@ -54,6 +54,8 @@ RUN_EXISTS = "run_exists"
 MAP_WAITING = "map_source_waiting"  # a mapped task waits for the list it maps over
 MAP_EXPANDING = "map_expanding"
 SENSOR_WAITING = "sensor_waiting"  # issue 15: a sensor between pokes
+TRIGGER_WAITING = "trigger_waiting"  # issue 30: a deferred task waits for its trigger
+NO_TRIGGERER = "no_live_triggerer"  # issue 30: ... and no live triggerer runs it
 
 
 def _iso(value: Any) -> Any:
@@ -110,6 +112,19 @@ class PoolFact:
 
 
 @dataclass(frozen=True)
+class TriggerFact:
+    """A deferred task's trigger (issue 30): what it is, since when, who runs it."""
+
+    trigger_id: int
+    classpath: str
+    since: datetime
+    timeout_at: datetime | None = None
+    triggerer_id: str | None = None
+    lease_expires_at: datetime | None = None
+    live_triggerers: int = 0  # triggerers that heartbeated recently
+
+
+@dataclass(frozen=True)
 class TaskFacts:
     """Everything :func:`explain_task` looks at, gathered in one read."""
 
@@ -151,6 +166,7 @@ class TaskFacts:
     poke_count: int = 0
     first_poke_at: datetime | None = None
     sensor_deadline: datetime | None = None
+    trigger: TriggerFact | None = None  # issue 30: a deferred task's trigger
 
 
 def live_workers(facts: TaskFacts) -> list[WorkerFact]:
@@ -214,6 +230,8 @@ def explain_task(facts: TaskFacts) -> list[Reason]:
         reasons.append(_sensor_reason(facts))
     if state == TaskState.RUNNING:
         reasons.append(_lease_reason(facts))
+    if state == TaskState.DEFERRED:  # issue 30
+        reasons += _trigger_reasons(facts)
     if state in (TaskState.SCHEDULED, TaskState.QUEUED, TaskState.UP_FOR_RETRY,
                  TaskState.UP_FOR_RESCHEDULE):  # fmt: skip
         if facts.gate is not None:  # issue 14: what the claim checks (concurrency.py)
@@ -229,6 +247,40 @@ def explain_task(facts: TaskFacts) -> list[Reason]:
                 READY,
                 f"ready: waiting for a worker on queue {facts.queue!r} to claim it",
                 {"queue": facts.queue},
+            )
+        )
+    return reasons
+
+
+def _trigger_reasons(facts: TaskFacts) -> list[Reason]:
+    t = facts.trigger
+    if t is None:
+        return [Reason(TRIGGER_WAITING, "deferred: waiting for its trigger", {})]
+    held = t.triggerer_id is not None and t.lease_expires_at is not None
+    held = held and t.lease_expires_at >= facts.now  # type: ignore[operator]
+    by = f"run by triggerer {t.triggerer_id}" if held else "not yet taken by a triggerer"
+    until = f"; it times out at {t.timeout_at.isoformat()}" if t.timeout_at else ""
+    reasons = [
+        Reason(
+            TRIGGER_WAITING,
+            f"waiting for trigger {t.trigger_id} ({t.classpath}) since {t.since.isoformat()}, "
+            f"{by}{until}; it holds no worker slot meanwhile",
+            {
+                "trigger_id": t.trigger_id,
+                "classpath": t.classpath,
+                "since": t.since,
+                "timeout_at": t.timeout_at,
+                "triggerer_id": t.triggerer_id if held else None,
+            },
+        )  # fmt: skip
+    ]
+    if not held and t.live_triggerers == 0:
+        reasons.append(
+            Reason(
+                NO_TRIGGERER,
+                "no live triggerer: start one with `orchestrator triggerer` "
+                "(`orchestrator standalone` runs one)",
+                {},
             )
         )
     return reasons

@@ -6,7 +6,7 @@
 (function () {
   "use strict";
   var POLL_MS = 2000;
-  var ACTIVE = /"state": ?"(queued|running|scheduled|up_for_retry|up_for_reschedule)"/;
+  var ACTIVE = /"state": ?"(queued|running|scheduled|up_for_retry|up_for_reschedule|deferred)"/;
 
   function poll() {
     var url = document.body.getAttribute("data-poll");

@@ -6,11 +6,18 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 import networkx as nx
-from sqlalchemy import select, update
+from sqlalchemy import func, select, update
 
 from orchestrator.authoring.task_controls import is_gated
 from orchestrator.errors import NotFoundError, StateError
-from orchestrator.scheduling.explain import DagFacts, PoolFact, SlotHolder, TaskFacts, WorkerFact
+from orchestrator.scheduling.explain import (
+    DagFacts,
+    PoolFact,
+    SlotHolder,
+    TaskFacts,
+    TriggerFact,
+    WorkerFact,
+)
 from orchestrator.scheduling.mapping import task_sources
 from orchestrator.scheduling.sensors import SensorPolicy
 from orchestrator.states import RunState, TaskState
@@ -86,6 +93,7 @@ class ExplainStore(StoreBase):
             owner=inst.owner, lease_expires_at=inst.lease_expires_at,
             owner_heartbeat_at=owner_beat, error=inst.error, pools=pools, gate=gate,
             **_sensor_facts(task, inst),
+            trigger=_trigger_fact(conn, inst, now, worker_stale_after),  # issue 30
         )  # fmt: skip
 
     def _pool_facts(self, conn, pool: str | None, state: str) -> tuple[PoolFact, ...]:
@@ -210,6 +218,23 @@ class ExplainStore(StoreBase):
                          dag_id=run.dag_id, run_id=run_id, task_id=task_id,
                          actor=who)  # fmt: skip
         return cleared
+
+
+def _trigger_fact(
+    conn, inst: TaskInstanceRecord, now: datetime, stale: timedelta
+) -> TriggerFact | None:
+    """A deferred instance's trigger and whether any triggerer is alive (issue 30)."""
+    if inst.state != TaskState.DEFERRED or inst.trigger_id is None:
+        return None
+    t, tg = m.triggers, m.triggerers
+    row = conn.execute(select(t).where(t.c.id == inst.trigger_id)).first()
+    if row is None:
+        return None
+    live = conn.execute(
+        select(func.count()).where(tg.c.stopped_at.is_(None), tg.c.heartbeat_at >= now - stale)
+    ).scalar_one()
+    return TriggerFact(row.id, row.classpath, row.created_at, inst.trigger_timeout,
+                       row.triggerer_id, row.lease_expires_at, live)  # fmt: skip
 
 
 def _sensor_facts(task: object, inst: TaskInstanceRecord) -> dict:
