@@ -52,8 +52,15 @@ class Asset(AssetRef):
 
     name: str
     group: str | None
+    watchers: tuple[Any, ...]
 
-    def __init__(self, uri: str, name: str | None = None, group: str | None = None) -> None:
+    def __init__(
+        self,
+        uri: str,
+        name: str | None = None,
+        group: str | None = None,
+        watchers: list[Any] | None = None,
+    ) -> None:
         where = _caller()
         problem = uri_problem(uri)
         if problem:
@@ -68,6 +75,19 @@ class Asset(AssetRef):
         object.__setattr__(self, "uri", uri)
         object.__setattr__(self, "name", name or uri)
         object.__setattr__(self, "group", group)
+        # issue 30: asset watchers (orchestrator.watchers) turn messages into events
+        from orchestrator.authoring.watchers import BaseWatcher
+
+        if watchers is not None and (
+            not isinstance(watchers, list | tuple)
+            or not all(isinstance(w, BaseWatcher) for w in watchers)
+        ):
+            raise _fail(
+                f"asset {uri!r}: watchers must be a list of orchestrator.watchers "
+                f"watchers, got {watchers!r}",
+                where,
+            )
+        object.__setattr__(self, "watchers", tuple(watchers or ()))
 
     def __repr__(self) -> str:
         extra = "" if self.name == self.uri else f", name={self.name!r}"
@@ -75,7 +95,10 @@ class Asset(AssetRef):
         return f"Asset({self.uri!r}{extra})"
 
     def as_data(self) -> dict[str, Any]:
-        return {"uri": self.uri, "name": self.name, "group": self.group}
+        data = {"uri": self.uri, "name": self.name, "group": self.group}
+        if self.watchers:  # only when used: other DAGs keep their version hash
+            data["watchers"] = [w.to_data() for w in self.watchers]
+        return data
 
 
 class AssetOrTimeSchedule:
@@ -155,9 +178,15 @@ def assets_data(condition: AssetCondition | None, tasks: Iterable[Any]) -> list[
     """Every asset a DAG names (schedule and outlets), for the store's asset table."""
     seen: dict[str, dict[str, Any]] = {}
 
+    def add(data: dict[str, Any]) -> None:  # one declaring watchers wins (issue 30)
+        if data["uri"] not in seen or (
+            data.get("watchers") and not seen[data["uri"]].get("watchers")
+        ):
+            seen[data["uri"]] = data
+
     def visit(c: AssetCondition) -> None:
         if isinstance(c, Asset):
-            seen.setdefault(c.uri, c.as_data())
+            add(c.as_data())
         elif isinstance(c, AssetRef):
             seen.setdefault(c.uri, {"uri": c.uri, "name": c.uri, "group": None})
         else:
@@ -168,5 +197,5 @@ def assets_data(condition: AssetCondition | None, tasks: Iterable[Any]) -> list[
         visit(condition)
     for t in tasks:
         for o in getattr(t, "outlets", ()):
-            seen.setdefault(o.uri, o.as_data())
+            add(o.as_data())
     return [seen[k] for k in sorted(seen)]

@@ -44,6 +44,7 @@ class TriggerLoop:
         self.on_block = on_block
         self.loop = asyncio.new_event_loop()
         self.tasks: dict[int, asyncio.Task] = {}  # read from other threads: ids only
+        self.named: dict[str, asyncio.Task] = {}  # asset watchers, by key
         self.beat = time.monotonic()
         self.blocked_since: float | None = None
         self.blocked_by: int | None = None
@@ -56,13 +57,25 @@ class TriggerLoop:
 
     # -- from other threads ---------------------------------------------------------
     def add(self, trigger_id: int, trigger: Any, label: str) -> None:
-        self.loop.call_soon_threadsafe(self._start, trigger_id, trigger, label)
+        self._call(self._start, trigger_id, trigger, label)
 
     def cancel(self, trigger_id: int) -> None:
-        self.loop.call_soon_threadsafe(self._cancel, trigger_id)
+        self._call(self._cancel, trigger_id)
+
+    def _call(self, fn: Any, *args: Any) -> None:
+        with contextlib.suppress(RuntimeError):  # the loop has stopped: nothing to do
+            self.loop.call_soon_threadsafe(fn, *args)
 
     def held(self) -> set[int]:
         return set(self.tasks)
+
+    def spawn(self, name: str, factory: Callable[[], Any]) -> None:
+        """Run the coroutine ``factory()`` as task ``name`` (an asset watcher) until
+        ``stop_task(name)``."""
+        self._call(self._spawn, name, factory)
+
+    def stop_task(self, name: str) -> None:
+        self._call(self._stop_task, name)
 
     def read_lag(self) -> float:
         lag = max(self.max_lag, time.monotonic() - self.beat - BEAT_SECONDS, 0.0)
@@ -98,6 +111,15 @@ class TriggerLoop:
         self.tasks[trigger_id] = self.loop.create_task(
             self._run(trigger_id, trigger), name=f"trigger {trigger_id} ({label})"
         )
+
+    def _spawn(self, name: str, factory: Callable[[], Any]) -> None:
+        if name not in self.named:
+            self.named[name] = self.loop.create_task(factory(), name=f"watcher {name}")
+
+    def _stop_task(self, name: str) -> None:
+        task = self.named.pop(name, None)
+        if task is not None:
+            task.cancel()
 
     def _cancel(self, trigger_id: int) -> None:
         task = self.tasks.pop(trigger_id, None)

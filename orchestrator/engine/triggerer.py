@@ -103,8 +103,10 @@ class Triggerer:
         self._last_renew = 0.0
         self._last_claim = 0.0
         self._generation = 0
-        self.watchers: Any = None  # set by engine/watchers when assets have watchers
         self._registered = False
+        from orchestrator.engine.watcher_runtime import WatcherManager
+
+        self.watchers: Any = WatcherManager(self)  # issue 30: asset watchers
 
     # -- lifecycle ------------------------------------------------------------------
     def start(self, now: datetime) -> None:
@@ -114,10 +116,10 @@ class Triggerer:
 
     def close(self, now: datetime) -> None:
         """Stop the loops and give the triggers back at once (not after a lease)."""
-        for loop in self.loops:
-            loop.stop()
         if self.watchers is not None:
             self.watchers.close()
+        for loop in self.loops:
+            loop.stop()
         try:
             self.store.release_triggers(self.id)
             if self._registered:
@@ -160,7 +162,7 @@ class Triggerer:
             self._claim(now)
             self._last_claim = mono
         if self.watchers is not None:
-            self.watchers.tick(now)
+            self.watchers.tick(now, force=force)
         done = self._record(now)
         self._rehome()
         return done

@@ -64,7 +64,7 @@ def _layer(module: str) -> str:
         return "authoring"
     if module == "orchestrator.sensors":  # the public sensors for DAG files (issue 15)
         return "authoring"
-    if module == "orchestrator.triggers":  # the built-in triggers for DAG files (issue 30)
+    if module in ("orchestrator.triggers", "orchestrator.watchers"):  # for DAG files (issue 30)
         return "authoring"
     return "ground"
 

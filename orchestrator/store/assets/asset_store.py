@@ -80,6 +80,26 @@ def _queue_event(conn: Connection, event_id: int, asset_id: int, now: datetime) 
     conn.execute(insert(q).from_select(["dag_id", "event_id", "asset_id", "queued_at"], consumers))
 
 
+def emit_locked(
+    conn: Connection, uri: str, text: str, now: datetime, emitter: str | None, *, log: bool = True
+) -> int | None:
+    """An external event (its extra already checked JSON text) queued for consumers, in
+    the caller's transaction; its id, or None for an unknown asset. Asset watchers
+    (``store/triggers/``) record theirs with their dedup row in one transaction."""
+    asset_id = conn.execute(select(a.c.id).where(a.c.uri == uri)).scalar()
+    if asset_id is None:
+        return None
+    event_id = conn.execute(
+        insert(ev).values(asset_id=asset_id, at=now, extra=text, emitter=emitter).returning(ev.c.id)
+    ).scalar_one()
+    _queue_event(conn, event_id, asset_id, now)
+    if log:
+        record_event(
+            conn, now, "asset_event", f"{uri} emitted by {emitter or 'unknown'}", actor=emitter
+        )
+    return event_id
+
+
 def record_outlet_events(
     conn: Connection,
     successes: list[tuple[Any, tuple[str, ...], datetime]],
@@ -134,21 +154,12 @@ class AssetStore(StoreBase):
             raise ConfigError(problem)
         text = check_extra(extra)
         with self.write() as conn:
-            asset_id = conn.execute(select(a.c.id).where(a.c.uri == uri)).scalar()
-            if asset_id is None:
+            event_id = emit_locked(conn, uri, text, now, emitter)
+            if event_id is None:
                 raise NotFoundError(
                     f"unknown asset {uri!r}: no DAG names it in outlets or a schedule "
                     "(`orchestrator assets list` shows the known assets)"
                 )
-            event_id = conn.execute(
-                insert(ev)
-                .values(asset_id=asset_id, at=now, extra=text, emitter=emitter)
-                .returning(ev.c.id)
-            ).scalar_one()
-            _queue_event(conn, event_id, asset_id, now)
-            record_event(
-                conn, now, "asset_event", f"{uri} emitted by {emitter or 'unknown'}", actor=emitter
-            )
         return self.get_asset_event(event_id)
 
     # -- runs -------------------------------------------------------------------------------

