@@ -86,16 +86,22 @@ class RabbitMQWatcher(BaseWatcher):
 class NatsWatcher(BaseWatcher):
     """A NATS JetStream subject through a durable pull consumer (``durable``; the
     stream holding the subject is created if there is none). The message id is the
-    ``Nats-Msg-Id`` header, else the stream sequence."""
+    ``Nats-Msg-Id`` header, else the stream sequence. A message not acked within
+    ``ack_wait`` seconds (a crash before the ack) is delivered again."""
 
     kind, source_name = "nats", "subject"
 
-    def __init__(self, *, conn_id: str, subject: str, durable: str = "orchestrator") -> None:
-        super().__init__(conn_id=conn_id, source=subject, durable=durable)
+    def __init__(
+        self, *, conn_id: str, subject: str, durable: str = "orchestrator", ack_wait: float = 30.0
+    ) -> None:
+        super().__init__(conn_id=conn_id, source=subject, durable=durable, ack_wait=ack_wait)
 
     def check(self) -> str | None:
         if not _NAME.fullmatch(self.options["durable"]):
             return f"durable must be letters, digits and '_', got {self.options['durable']!r}"
+        wait = self.options["ack_wait"]
+        if not isinstance(wait, int | float) or isinstance(wait, bool) or wait <= 0:
+            return f"ack_wait must be a positive number of seconds, got {wait!r}"
         return None
 
 

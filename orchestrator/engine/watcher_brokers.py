@@ -173,8 +173,13 @@ class NatsStream(Broker):
         except NotFoundError:
             self.stream = "ORCH_" + re.sub(r"[^A-Za-z0-9_]", "_", self.source)[:60]
             await self.js.add_stream(name=self.stream, subjects=[self.source])
+        from nats.js.api import ConsumerConfig
+
         durable = self.options.get("durable") or "orchestrator"
-        self.sub = await self.js.pull_subscribe(self.source, durable=durable, stream=self.stream)
+        config = ConsumerConfig(ack_wait=float(self.options.get("ack_wait") or 30.0))
+        self.sub = await self.js.pull_subscribe(
+            self.source, durable=durable, stream=self.stream, config=config
+        )
 
     async def batches(self) -> AsyncIterator[list[Message]]:
         from nats.errors import TimeoutError as NatsTimeout

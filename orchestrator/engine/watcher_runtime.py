@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import logging
 import time
 from datetime import datetime, timedelta
@@ -27,6 +28,8 @@ from orchestrator.store.triggers.watcher_store import EVENT, WatcherRecord
 
 log = logging.getLogger(__name__)
 FIRST_BACKOFF = 0.5
+CLIENTS = {"redis": "redis.asyncio", "rabbitmq": "aio_pika", "nats": "nats",
+           "mqtt": "aiomqtt", "postgres": "psycopg"}  # fmt: skip
 
 
 def declared_watchers(store: Any) -> list[dict[str, Any]]:
@@ -103,6 +106,8 @@ class WatcherManager:
                 if conn is None:
                     raise LookupError(f"connection {rec.conn_id!r} is not defined")
                 cls = BROKERS[rec.kind]
+                # the client library is imported in a thread: an import blocks a loop
+                await asyncio.to_thread(importlib.import_module, CLIENTS[rec.kind])
                 if cls is PostgresLog:
                     current = await asyncio.to_thread(self.store.watcher, rec.key)
                     broker = cls(conn, rec.source, rec.spec, rec.key,

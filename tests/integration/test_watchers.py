@@ -129,3 +129,57 @@ def test_a_message_becomes_one_event_that_starts_the_consuming_run(harness, writ
         assert harness.run_until_finished(run.run_id).state == "success"
     finally:
         t.close(harness.clock.now())
+
+
+@pytest.mark.parametrize("kind", sorted(BROKERS))
+def test_a_crash_between_commit_and_ack_redelivers_without_a_second_event(
+    harness, write_dag, kind, monkeypatch
+):
+    """The first ack never reaches the broker (as if the triggerer died right after the
+    commit): the broker delivers the messages again, they are found by message id and
+    acked, and each makes exactly one event."""
+    import asyncio
+
+    from orchestrator.engine import watcher_brokers
+
+    if kind == "nats":  # redelivery after ack_wait
+        BROKERS["nats"] = BROKERS["nats"][:4] + (
+            "NatsWatcher(conn_id='bus', subject={src!r}, ack_wait=1.0)",)  # fmt: skip
+    cls = watcher_brokers.BROKERS[kind]
+    real_ack, crashed = cls.ack, []
+
+    async def crashing_ack(self, batch):
+        if not crashed:
+            crashed.append(len(batch))
+            raise ConnectionError("the process died before the ack")
+        await real_ack(self, batch)
+
+    monkeypatch.setattr(cls, "ack", crashing_ack)
+    store = harness.store
+    dupes: list[str] = []
+    real_record = store.record_messages
+
+    def counting(key, items, now, **kw):
+        out = real_record(key, items, now, **kw)
+        dupes.extend(o for o in out if o == "duplicate")
+        return out
+
+    monkeypatch.setattr(store, "record_messages", counting)
+    t, src = _setup(harness, write_dag, kind)
+    try:
+        [w] = _wait(t, lambda: _connected(store))
+        asyncio.run(
+            _publish(kind, src, [(f"m{i}", json.dumps({"n": i}).encode()) for i in range(3)])
+        )
+        _wait(t, lambda: len(store.asset_events("s3://lake/orders")) == 3 and crashed)
+        # redelivered and acked: the duplicates are seen, no new event
+        _wait(t, lambda: len(dupes) >= crashed[0], 30)  # the batch whose ack was lost
+        time.sleep(0.5)
+        events = store.asset_events("s3://lake/orders")
+        assert sorted(e.extra["n"] for e in events) == [0, 1, 2]
+        assert store.watcher(w.key).messages == 3
+    finally:
+        t.close(harness.clock.now())
+        if kind == "nats":
+            BROKERS["nats"] = BROKERS["nats"][:4] + (
+                "NatsWatcher(conn_id='bus', subject={src!r})",)  # fmt: skip
