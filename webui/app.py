@@ -134,6 +134,9 @@ def create_app(
     from .views import assets  # issue 15: the assets pages and API
 
     app.register_blueprint(assets.bp)
+    from .views import watchers  # issue 30: asset watchers, deferred tasks, webhooks
+
+    app.register_blueprint(watchers.bp)
 
     app.before_request(check_request)
     app.after_request(_security_headers)

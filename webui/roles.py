@@ -108,6 +108,12 @@ ROUTE_ROLES: dict[str, str] = {
     "assets.api_asset": "viewer",
     "assets.api_events": "viewer",
     "assets.api_emit": "operator",
+    # issue 30: asset watchers and deferred tasks; a webhook proves itself by its
+    # HMAC signature (webui/views/watchers.py), not by a login or a CSRF token
+    "watchers.watcher_list": "viewer",
+    "watchers.api_watchers": "viewer",
+    "watchers.api_deferred": "viewer",
+    "watchers.webhook": PUBLIC,
 }
 
 

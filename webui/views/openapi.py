@@ -48,6 +48,9 @@ ROUTES: list[tuple[str, str, str, tuple[str, ...], dict[str, str]]] = [
     ("get", "/assets/{asset_id}", "One asset and its recent events", ("limit",), {}),
     ("get", "/assets/events", "Asset events, newest first", ("uri", "asset_id", "run_id", "limit"), {}),
     ("post", "/assets/events", "Emit an external event for a known asset", (), {"uri": "string", "extra": "object"}),
+    # issue 30: asset watchers and deferred tasks
+    ("get", "/watchers", "Asset watchers: connection state, last message, messages and rejects", (), {}),
+    ("get", "/deferred", "Deferred task instances with their triggers, and the triggerers", (), {}),
 ]  # fmt: skip
 
 # JSON body fields that must be present (webui.inputs.json_body refuses a body without)

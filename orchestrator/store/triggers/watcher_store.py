@@ -197,6 +197,16 @@ class WatcherStore(StoreBase):
             conn.execute(update(w).where(w.c.key == key).values(**values))
         return out
 
+    def reject_message(self, key: str, reason: str, now: datetime) -> None:
+        """A message refused before it had an id to trust (a webhook's bad signature):
+        counted and recorded with the reason."""
+        with self.write() as conn:
+            conn.execute(
+                update(w).where(w.c.key == key)
+                .values(rejected=w.c.rejected + 1, updated_at=now)
+            )  # fmt: skip
+            record_event(conn, now, "watcher_rejected", f"{key}: refused: {reason}"[:2000])
+
     def set_watcher_state(
         self, key: str, state: str, now: datetime, *, error: str | None = None
     ) -> None:
