@@ -62,6 +62,8 @@ class RedisStream(Broker):
 
     async def connect(self) -> None:
         import redis.asyncio as aioredis
+        from redis.asyncio.retry import Retry
+        from redis.backoff import NoBackoff
         from redis.exceptions import ResponseError
 
         c = self.conn
@@ -69,6 +71,7 @@ class RedisStream(Broker):
         self.redis = aioredis.Redis(
             host=c.host or "127.0.0.1", port=c.port or 6379, db=db, username=c.login,
             password=c.password, socket_connect_timeout=3, socket_keepalive=True,
+            retry=Retry(NoBackoff(), 0),  # the runtime's backoff, not the client's own
         )  # fmt: skip
         self.group = self.options.get("group") or "orchestrator"
         try:

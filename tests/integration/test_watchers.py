@@ -6,6 +6,7 @@ watchers are leased to one triggerer."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 import uuid
@@ -183,3 +184,118 @@ def test_a_crash_between_commit_and_ack_redelivers_without_a_second_event(
         if kind == "nats":
             BROKERS["nats"] = BROKERS["nats"][:4] + (
                 "NatsWatcher(conn_id='bus', subject={src!r})",)  # fmt: skip
+
+
+class _Proxy:
+    """A TCP proxy to Redis that the test can close and open again: the broker's port
+    going away for this watcher only (the machine's Redis serves others meanwhile)."""
+
+    def __init__(self, target_port: int) -> None:
+        import socket
+        import threading
+
+        self.target = target_port
+        self.listener = socket.socket()
+        self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.listener.bind(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.listener.close()
+        self.open_ = threading.Event()
+        self.conns: list = []
+        self.start()
+
+    def start(self) -> None:
+        import socket
+        import threading
+
+        self.listener = socket.socket()
+        self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.listener.bind(("127.0.0.1", self.port))
+        self.listener.listen(16)
+        self.open_.set()
+        threading.Thread(target=self._accept, args=(self.listener,), daemon=True).start()
+
+    def _accept(self, listener) -> None:
+        import socket
+        import threading
+
+        while self.open_.is_set():
+            try:
+                client, _ = listener.accept()
+            except OSError:
+                return
+            upstream = socket.create_connection(("127.0.0.1", self.target))
+            self.conns += [client, upstream]
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pipe(a, b) -> None:
+        try:
+            while data := a.recv(65536):
+                b.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for s in (a, b):
+                with contextlib.suppress(OSError):
+                    s.close()
+
+    def stop(self) -> None:
+        import socket
+
+        self.open_.clear()
+        with contextlib.suppress(OSError):
+            self.listener.shutdown(socket.SHUT_RDWR)  # wakes the accept (close alone does not)
+        self.listener.close()
+        for s in self.conns:
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+                s.close()
+            except OSError:
+                pass
+        self.conns = []
+
+
+def test_a_broker_that_goes_away_is_retried_shown_on_health_and_alerted_and_loses_nothing(
+    harness, write_dag, settings
+):
+    import asyncio
+
+    from orchestrator.engine import watcher_runtime
+    from webui import create_app
+
+    watcher_runtime.FIRST_BACKOFF = 0.2
+    store = harness.store
+    proxy = _Proxy(6379)
+    src = _source("redis")
+    store.add_connection(Connection("bus", "redis", host="127.0.0.1", port=proxy.port),
+                         datetime.now(UTC), box_of(settings))  # fmt: skip
+    write_dag(
+        "consumer.py", DAG.format(watcher=f"RedisStreamWatcher(conn_id='bus', stream={src!r})")
+    )
+    harness.parse()
+    t = Triggerer(store, harness.clock, settings, triggerer_id="t-outage")
+    t.start(harness.clock.now())
+    client = create_app(settings, store).test_client()
+    try:
+        [w] = _wait(t, lambda: _connected(store))
+        asyncio.run(_publish("redis", src, [("a", b'{"n": 1}')]))
+        _wait(t, lambda: len(store.asset_events("s3://lake/orders")) == 1)
+        proxy.stop()  # the broker's port closes under the watcher
+        _wait(t, lambda: store.watcher(w.key).state == "retrying")
+        health = client.get("/health")
+        assert health.status_code == 503
+        assert "cannot reach its broker" in health.get_json()["checks"]["watchers"]["message"]
+        assert any(a.kind == "watcher_down" for a in store.list_alerts())
+        asyncio.run(_publish("redis", src, [("b", b'{"n": 2}'), ("c", b'{"n": 3}')]))  # meanwhile
+        _wait(t, lambda: store.watcher(w.key).failures >= 3)  # it keeps retrying, with backoff
+        proxy.start()
+        _wait(t, lambda: len(store.asset_events("s3://lake/orders")) == 3, 30)
+        assert store.watcher(w.key).state == "connected"
+        assert sorted(e.extra["n"] for e in store.asset_events("s3://lake/orders")) == [1, 2, 3]
+        assert client.get("/health").get_json()["checks"]["watchers"]["ok"] is True
+    finally:
+        watcher_runtime.FIRST_BACKOFF = 0.5
+        t.close(harness.clock.now())
+        proxy.stop()

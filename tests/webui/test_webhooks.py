@@ -46,7 +46,9 @@ def _signed(body: bytes, *, secret: str = SECRET, at: float | None = None) -> di
 
 
 def _post(client, body: bytes, headers: dict[str, str], delivery: str = "d-1"):
-    return client.post("/hooks/orders", data=body, headers=headers | {"Orchestrator-Delivery": delivery})
+    return client.post(
+        "/hooks/orders", data=body, headers=headers | {"Orchestrator-Delivery": delivery}
+    )
 
 
 def test_a_signed_delivery_is_one_event_and_its_replay_is_a_duplicate(client, store, hook):

@@ -140,11 +140,33 @@ def health() -> tuple[Response, int]:
                 last_heartbeat=last,
             )
 
+    if facts is not None:  # issue 30: an asset watcher that lost its broker
+        _check_watchers(store, checks, fail)
+
     body: dict[str, Any] = {"status": "error" if problems else "ok", "checks": checks}
     if problems:
         body["message"] = "; ".join(problems)
         return jsonify(body), 503
     return jsonify(body), 200
+
+
+def _check_watchers(store: Any, checks: dict[str, dict[str, Any]], fail: Any) -> None:
+    try:
+        watchers = store.watcher_states()
+    except Exception:  # noqa: BLE001 - the database check reports the database
+        return
+    if not watchers:
+        return
+    down = [w for w in watchers if w.state == "retrying"]
+    if down:
+        fail(
+            "watchers",
+            "; ".join(f"asset watcher {w.key} cannot reach its broker ({w.last_error}), "
+                      f"retrying" for w in down),
+            down=[w.key for w in down],
+        )  # fmt: skip
+    else:
+        checks["watchers"] = {"ok": True, "watchers": len(watchers)}
 
 
 def _check_disk(settings: Any, checks: dict[str, dict[str, Any]], fail: Any) -> None:
