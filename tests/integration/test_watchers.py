@@ -299,3 +299,44 @@ def test_a_broker_that_goes_away_is_retried_shown_on_health_and_alerted_and_lose
         watcher_runtime.FIRST_BACKOFF = 0.5
         t.close(harness.clock.now())
         proxy.stop()
+
+
+def test_a_postgres_log_table_read_on_notify_makes_each_row_one_event(harness, write_dag, settings):
+    """PostgresNotifyWatcher: rows of a table (the durable log) read after each NOTIFY;
+    the cursor moves in the events' transaction, so a restart repeats nothing."""
+    import psycopg
+
+    store = harness.store
+    table = f"orders_log_{uuid.uuid4().hex[:8]}"
+    channel = f"orders_{uuid.uuid4().hex[:8]}"
+    pg = psycopg.connect("host=127.0.0.1 user=postgres dbname=test", autocommit=True)
+    pg.execute(f"CREATE TABLE {table} (id bigserial PRIMARY KEY, payload jsonb NOT NULL)")
+    store.add_connection(Connection("pglog", "postgres", host="127.0.0.1", port=5432,
+                                    login="postgres", schema="test"),
+                         datetime.now(UTC), box_of(settings))  # fmt: skip
+    write_dag("consumer.py", DAG.format(
+        watcher=f"PostgresNotifyWatcher(conn_id='pglog', channel={channel!r}, table={table!r})"))  # fmt: skip
+    harness.parse()
+    t = Triggerer(store, harness.clock, settings, triggerer_id="t-pg")
+    t.start(harness.clock.now())
+    try:
+        [w] = _wait(t, lambda: _connected(store))
+        for n in (1, 2):
+            pg.execute(f"INSERT INTO {table} (payload) VALUES (%s)", (json.dumps({"n": n}),))
+        pg.execute(f"INSERT INTO {table} (payload) VALUES ('[1]')")
+        pg.execute(f"NOTIFY {channel}")
+        _wait(t, lambda: (x := store.watcher(w.key)) and x.messages + x.rejected == 3)
+        assert sorted(e.extra["n"] for e in store.asset_events("s3://lake/orders")) == [1, 2]
+        assert store.watcher(w.key).cursor == "3"
+        t.close(harness.clock.now())  # a restart reads after the cursor: nothing again
+        t = Triggerer(store, harness.clock, settings, triggerer_id="t-pg2")
+        t.start(harness.clock.now())
+        _wait(t, lambda: [x for x in _connected(store) if x.triggerer_id == "t-pg2"])
+        pg.execute(f"INSERT INTO {table} (payload) VALUES (%s)", (json.dumps({"n": 3}),))
+        pg.execute(f"NOTIFY {channel}")
+        _wait(t, lambda: len(store.asset_events("s3://lake/orders")) == 3)
+        assert sorted(e.extra["n"] for e in store.asset_events("s3://lake/orders")) == [1, 2, 3]
+    finally:
+        t.close(harness.clock.now())
+        pg.execute(f"DROP TABLE {table}")
+        pg.close()
