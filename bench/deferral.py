@@ -1,0 +1,253 @@
+"""Deferrable tasks and asset watchers under load (issue 30).
+
+Three scenarios, on SQLite by default (``--backend postgres`` for PostgreSQL):
+
+- ``hold``: ``--count`` (10,000) deferred task instances, each waiting on a
+  ``DateTimeTrigger`` a day ahead, held by one real ``orchestrator triggerer``
+  process; its resident memory and its CPU (utime + stime over ``--window`` seconds)
+  while they wait. Targets: <= 200 MB, <= 10 % of one core.
+- ``resume``: ``--events`` deferred tasks whose triggers fire 20 ms apart, a triggerer
+  and a worker in threads woken in-process (as ``standalone``); for each, the resumed
+  try's claim time minus the trigger's moment. Target: p95 <= 100 ms on SQLite.
+- ``redis``: ``--messages`` Redis stream entries published at once into a watched
+  stream; how fast the watcher turns them into asset events. Target: >= 1,000/s.
+
+    python bench/deferral.py [--scenario hold|resume|redis|all] [--count 10000]
+                             [--events 200] [--messages 20000] [--backend sqlite|postgres]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import threading
+import time
+import uuid
+from datetime import UTC, datetime, timedelta
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from orchestrator.clock import SystemClock  # noqa: E402
+from orchestrator.engine.processor import DagProcessor  # noqa: E402
+from orchestrator.settings import Settings  # noqa: E402
+from orchestrator.store import Store  # noqa: E402
+from orchestrator.store.core.db import upgrade  # noqa: E402
+
+DAG = """
+from orchestrator import DAG, task
+
+with DAG("bench_defer", schedule=None, max_active_tasks=100000) as dag:
+    @task
+    def wait(ctx, n):
+        raise RuntimeError("deferred by the benchmark")
+
+    wait.expand(n=list(range({count})))
+
+def resume(ctx, event):
+    return event
+"""
+
+
+def _setup(workdir: str, backend: str, count: int) -> tuple[Store, Settings, str]:
+    dags = os.path.join(workdir, "dags")
+    os.makedirs(dags, exist_ok=True)
+    with open(os.path.join(dags, "bench_defer.py"), "w") as f:
+        f.write(textwrap.dedent(DAG.format(count=count)))
+    if backend == "postgres":
+        from sqlalchemy import create_engine, text
+
+        name = f"bench_defer_{uuid.uuid4().hex[:6]}"
+        admin = create_engine("postgresql+psycopg://postgres@127.0.0.1/postgres",
+                              isolation_level="AUTOCOMMIT")  # fmt: skip
+        with admin.connect() as c:
+            c.execute(text(f'CREATE DATABASE "{name}"'))
+        url = f"postgresql+psycopg://postgres@127.0.0.1/{name}"
+    else:
+        url = f"sqlite:///{workdir}/bench.db"
+    upgrade(url)
+    settings = Settings.load({}, cwd=workdir, database_url=url, dags_folder=dags,
+                             state_dir=os.path.join(workdir, "state"), lease_seconds=30,
+                             heartbeat_seconds=10, worker_concurrency=4)  # fmt: skip
+    store = Store(url, settings=settings)
+    DagProcessor(store, settings).scan(datetime.now(UTC))
+    return store, settings, url
+
+
+def _defer_all(store: Store, moments: list[datetime]) -> str:
+    from orchestrator.engine.scheduler import Scheduler
+
+    clock = SystemClock()
+    run = store.trigger_run("bench_defer", clock.now())
+    sched = Scheduler(store, clock, Settings.load({}), scheduler_id="bench")
+    sched.tick(clock.now())
+    sched.tick(clock.now())
+    i = 0
+    while i < len(moments):
+        claims = store.claim("bench", clock.now(), timedelta(hours=1), limit=500)
+        if not claims:
+            break
+        for c in claims:
+            kwargs = json.dumps({"moment": {"__datetime__": moments[c.map_index].isoformat()}})
+            store.defer_task(c, {"classpath": "orchestrator.triggers.DateTimeTrigger",
+                                 "kwargs": kwargs, "method_name": "resume",
+                                 "next_kwargs": "{}", "timeout": None}, clock.now())  # fmt: skip
+            i += 1
+    return run.run_id
+
+
+def _proc_stats(pid: int) -> tuple[float, float]:
+    with open(f"/proc/{pid}/status") as f:
+        rss = next(int(line.split()[1]) for line in f if line.startswith("VmRSS:")) / 1024
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    ticks = os.sysconf("SC_CLK_TCK")
+    return rss, (int(fields[11]) + int(fields[12])) / ticks
+
+
+def hold(backend: str, count: int, window: float) -> dict:
+    with tempfile.TemporaryDirectory() as workdir:
+        store, settings, url = _setup(workdir, backend, count)
+        later = datetime.now(UTC) + timedelta(days=1)
+        _defer_all(store, [later] * count)
+        env = dict(os.environ, ORCHESTRATOR_DATABASE_URL=url, ORCHESTRATOR_DAGS_FOLDER=settings.dags_folder,
+                   ORCHESTRATOR_STATE_DIR=settings.state_dir, PYTHONPATH=os.getcwd())  # fmt: skip
+        proc = subprocess.Popen([sys.executable, "-m", "orchestrator", "triggerer"], env=env,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+        try:
+            t0 = time.monotonic()
+            while store.triggerers() == [] or store.triggerers()[0].triggers < count:
+                if time.monotonic() - t0 > 300:
+                    raise SystemExit("the triggerer did not take every trigger in 300 s")
+                time.sleep(0.5)
+            took = time.monotonic() - t0
+            time.sleep(2)
+            _, cpu0 = _proc_stats(proc.pid)
+            start = time.monotonic()
+            time.sleep(window)
+            rss, cpu1 = _proc_stats(proc.pid)
+            cpu = (cpu1 - cpu0) / (time.monotonic() - start) * 100
+        finally:
+            proc.terminate()
+            proc.wait(30)
+            store.dispose()
+    return {"scenario": "hold", "backend": backend, "triggers": count,
+            "took_all_seconds": round(took, 1), "rss_mb": round(rss, 1),
+            "cpu_percent_of_one_core": round(cpu, 2)}  # fmt: skip
+
+
+def resume(backend: str, events: int) -> dict:
+    from orchestrator.engine.triggerer import Triggerer
+    from orchestrator.engine.wakeup import WakeEvent
+    from orchestrator.engine.worker import Worker
+
+    with tempfile.TemporaryDirectory() as workdir:
+        store, settings, _ = _setup(workdir, backend, events)
+        first = datetime.now(UTC) + timedelta(seconds=8)
+        moments = [first + timedelta(milliseconds=20 * i) for i in range(events)]
+        run_id = _defer_all(store, moments)
+        clock, stop, wake = SystemClock(), threading.Event(), WakeEvent()
+        worker = Worker(store, clock, settings, wake=wake, worker_id="bench-worker")
+        trig = Triggerer(store, clock, settings, on_fire=wake, triggerer_id="bench-triggerer")
+        threads = [threading.Thread(target=worker.run_forever, args=(stop,), daemon=True),
+                   threading.Thread(target=trig.run_forever, args=(stop,), daemon=True)]  # fmt: skip
+        for t in threads:
+            t.start()
+        try:
+            end = time.monotonic() + 120
+            while time.monotonic() < end:
+                done = [t for t in store.task_instances(run_id) if t.state == "success"]
+                if len(done) >= events:
+                    break
+                time.sleep(0.5)
+        finally:
+            stop.set()
+            wake.set()
+            for t in threads:
+                t.join(20)
+        tis = [t for t in store.task_instances(run_id) if t.task_id == "wait"]
+        lat = sorted(
+            (t.start_date - moments[t.map_index]).total_seconds() * 1000
+            for t in tis if t.state == "success" and t.start_date
+        )  # fmt: skip
+        store.dispose()
+    p = lambda q: lat[min(len(lat) - 1, int(q * len(lat)))]  # noqa: E731
+    return {"scenario": "resume", "backend": backend, "events": events, "resumed": len(lat),
+            "p50_ms": round(statistics.median(lat), 1), "p95_ms": round(p(0.95), 1),
+            "max_ms": round(lat[-1], 1)}  # fmt: skip
+
+
+def redis_rate(backend: str, messages: int) -> dict:
+    import redis
+
+    from orchestrator.authoring.credentials import Connection
+    from orchestrator.engine.triggerer import Triggerer
+    from orchestrator.store.credentials.secret_box import box_of
+
+    stream = f"bench-{uuid.uuid4().hex[:8]}"
+    with tempfile.TemporaryDirectory() as workdir:
+        store, settings, _ = _setup(workdir, backend, 1)
+        with open(os.path.join(settings.dags_folder, "watched.py"), "w") as f:
+            f.write(textwrap.dedent(f"""
+                from orchestrator import DAG, Asset, task
+                from orchestrator.watchers import RedisStreamWatcher
+                a = Asset("bench://orders", watchers=[RedisStreamWatcher(conn_id="bus", stream={stream!r})])
+                with DAG("watched", schedule=a) as dag:
+                    @task
+                    def t(ctx):
+                        pass
+                """))  # fmt: skip
+        DagProcessor(store, settings).scan(datetime.now(UTC))
+        store.add_connection(Connection("bus", "redis", host="127.0.0.1", port=6379),
+                             datetime.now(UTC), box_of(settings))  # fmt: skip
+        r = redis.Redis()
+        clock, stop = SystemClock(), threading.Event()
+        trig = Triggerer(store, clock, settings, triggerer_id="bench-watcher")
+        thread = threading.Thread(target=trig.run_forever, args=(stop,), daemon=True)
+        thread.start()
+        try:
+            while not [w for w in store.watcher_states() if w.state == "connected"]:
+                time.sleep(0.1)
+            pipe = r.pipeline()
+            for i in range(messages):
+                pipe.xadd(stream, {"data": json.dumps({"n": i})})
+            pipe.execute()
+            start = time.monotonic()
+            while (w := store.watcher_states()[0]).messages < messages:
+                if time.monotonic() - start > 300:
+                    break
+                time.sleep(0.05)
+            took = time.monotonic() - start
+        finally:
+            stop.set()
+            thread.join(20)
+            r.delete(stream)
+            store.dispose()
+    return {"scenario": "redis", "backend": backend, "messages": w.messages,
+            "seconds": round(took, 2), "per_second": round(w.messages / took)}  # fmt: skip
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--scenario", default="all", choices=["hold", "resume", "redis", "all"])
+    p.add_argument("--backend", default="sqlite", choices=["sqlite", "postgres"])
+    p.add_argument("--count", type=int, default=10_000)
+    p.add_argument("--window", type=float, default=30.0)
+    p.add_argument("--events", type=int, default=200)
+    p.add_argument("--messages", type=int, default=20_000)
+    a = p.parse_args()
+    if a.scenario in ("hold", "all"):
+        print(json.dumps(hold(a.backend, a.count, a.window)), flush=True)
+    if a.scenario in ("resume", "all"):
+        print(json.dumps(resume(a.backend, a.events)), flush=True)
+    if a.scenario in ("redis", "all"):
+        print(json.dumps(redis_rate(a.backend, a.messages)), flush=True)
+
+
+if __name__ == "__main__":
+    main()
