@@ -148,7 +148,7 @@ def resume(backend: str, events: int) -> dict:
 
     with tempfile.TemporaryDirectory() as workdir:
         store, settings, _ = _setup(workdir, backend, events)
-        first = datetime.now(UTC) + timedelta(seconds=8)
+        first = datetime.now(UTC) + timedelta(seconds=45)  # after the setup (fsync per defer)
         moments = [first + timedelta(milliseconds=20 * i) for i in range(events)]
         run_id = _defer_all(store, moments)
         clock, stop, wake = SystemClock(), threading.Event(), WakeEvent()

@@ -81,12 +81,20 @@ def _queue_event(conn: Connection, event_id: int, asset_id: int, now: datetime) 
 
 
 def emit_locked(
-    conn: Connection, uri: str, text: str, now: datetime, emitter: str | None, *, log: bool = True
+    conn: Connection,
+    uri: str,
+    text: str,
+    now: datetime,
+    emitter: str | None,
+    *,
+    log: bool = True,
+    asset_id: int | None = None,
 ) -> int | None:
     """An external event (its extra already checked JSON text) queued for consumers, in
     the caller's transaction; its id, or None for an unknown asset. Asset watchers
     (``store/triggers/``) record theirs with their dedup row in one transaction."""
-    asset_id = conn.execute(select(a.c.id).where(a.c.uri == uri)).scalar()
+    if asset_id is None:
+        asset_id = conn.execute(select(a.c.id).where(a.c.uri == uri)).scalar()
     if asset_id is None:
         return None
     event_id = conn.execute(
@@ -98,6 +106,48 @@ def emit_locked(
             conn, now, "asset_event", f"{uri} emitted by {emitter or 'unknown'}", actor=emitter
         )
     return event_id
+
+
+def emit_many_locked(
+    conn: Connection, asset_id: int, texts: list[str], now: datetime, emitter: str | None
+) -> list[int]:
+    """Several external events of one asset (their extras checked JSON text) queued for
+    its consumers, in the caller's transaction, with statements built once (an asset
+    watcher's batch, issue 30); their ids in order."""
+    if not texts:
+        return []
+    ids = [
+        conn.execute(
+            _INSERT_EVENT, {"b_asset": asset_id, "b_at": now, "b_extra": t, "b_emitter": emitter}
+        ).scalar_one()
+        for t in texts
+    ]
+    consumers = conn.execute(_CONSUMERS, {"b_asset": asset_id}).scalars().all()
+    if consumers:
+        conn.execute(
+            insert(q),
+            [{"dag_id": d, "event_id": i, "asset_id": asset_id, "queued_at": now}
+             for i in ids for d in consumers],
+        )  # fmt: skip
+    return ids
+
+
+_INSERT_EVENT = (
+    insert(ev)
+    .values(
+        asset_id=bindparam("b_asset"),
+        at=bindparam("b_at"),
+        extra=bindparam("b_extra"),
+        emitter=bindparam("b_emitter"),
+    )
+    .returning(ev.c.id)
+)
+_CONSUMERS = (
+    select(refs.c.dag_id)
+    .join(m.dags, m.dags.c.dag_id == refs.c.dag_id)
+    .where(refs.c.asset_id == bindparam("b_asset"), refs.c.kind == "consumer", m.dags.c.is_active)
+    .distinct()
+)
 
 
 def record_outlet_events(

@@ -17,12 +17,13 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import or_, select, update
+from sqlalchemy import insert, or_, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.exc import IntegrityError
 
 from orchestrator.errors import ConfigError
-from orchestrator.store.assets.asset_store import check_extra, emit_locked
+from orchestrator.store.assets.asset_store import check_extra, emit_many_locked
 from orchestrator.store.core import models as m
 from orchestrator.store.core.base import StoreBase, record_event
 from orchestrator.store.core.records import Record
@@ -144,11 +145,20 @@ class WatcherStore(StoreBase):
         now: datetime,
         *,
         cursor: str | None = None,
-        owner: str | None = None,
     ) -> list[str]:
         """Turn messages ``(message id, body)`` of watcher ``key`` into asset events, in
         one transaction; each item's outcome: ``event``, ``duplicate`` or
-        ``rejected: <reason>``. ``cursor`` (PostgreSQL's log) moves with them."""
+        ``rejected: <reason>``. ``cursor`` (PostgreSQL's log) moves with them. Two
+        writers racing with the same ids: one commits, the other's transaction fails on
+        the key and is tried once more, finding them duplicates."""
+        try:
+            return self._record_once(key, items, now, cursor)
+        except IntegrityError:
+            return self._record_once(key, items, now, cursor)
+
+    def _record_once(
+        self, key: str, items: list[tuple[str, Any]], now: datetime, cursor: str | None
+    ) -> list[str]:
         limit = getattr(self, "max_conf_bytes", 65536)
         out: list[str] = []
         with self.write() as conn:
@@ -156,22 +166,27 @@ class WatcherStore(StoreBase):
             if row is None:
                 raise ConfigError(f"no asset watcher {key!r}")
             events = rejected = 0
-            for message_id, body in items:
-                message_id = str(message_id)[:500]
-                fresh = conn.execute(
-                    _insert_ignore(conn, wm)
-                    .values(watcher_key=key, message_id=message_id, at=now)
-                    .returning(wm.c.message_id)
-                ).first()
-                if fresh is None:
+            ids = [str(i)[:500] for i, _ in items]
+            seen = set(
+                conn.execute(
+                    select(wm.c.message_id).where(wm.c.watcher_key == key, wm.c.message_id.in_(ids))
+                ).scalars()
+            )  # redelivered: acked again without a second event
+            asset_id = conn.execute(
+                select(m.assets.c.id).where(m.assets.c.uri == row.asset_uri)
+            ).scalar()
+            done: list[dict[str, Any]] = []
+            fresh: list[tuple[int, str]] = []  # (index in done, extra text)
+            for message_id, (_, body) in zip(ids, items, strict=True):
+                if message_id in seen:
                     out.append(DUPLICATE)
                     continue
+                seen.add(message_id)
                 text, reason = _checked(body, limit)
-                if reason is None:
-                    event_id = emit_locked(conn, row.asset_uri, text, now, f"watcher:{key}"[:250],
-                                           log=False)  # fmt: skip
-                    if event_id is None:
-                        reason = f"asset {row.asset_uri!r} is not known (no DAG names it)"
+                if reason is None and asset_id is None:
+                    reason = f"asset {row.asset_uri!r} is not known (no DAG names it)"
+                done.append({"watcher_key": key, "message_id": message_id, "event_id": None,
+                             "at": now})  # fmt: skip
                 if reason is not None:
                     rejected += 1
                     out.append(f"{REJECTED}: {reason}")
@@ -180,13 +195,16 @@ class WatcherStore(StoreBase):
                         f"{key}: message {message_id} rejected: {reason}"[:2000],
                     )  # fmt: skip
                     continue
-                conn.execute(
-                    update(wm)
-                    .where(wm.c.watcher_key == key, wm.c.message_id == message_id)
-                    .values(event_id=event_id)
-                )
+                fresh.append((len(done) - 1, text))
                 events += 1
                 out.append(EVENT)
+            if fresh:
+                made = emit_many_locked(conn, asset_id, [t for _, t in fresh], now,
+                                        f"watcher:{key}"[:250])  # fmt: skip
+                for (i, _), event_id in zip(fresh, made, strict=True):
+                    done[i]["event_id"] = event_id
+            if done:  # a racing writer of the same ids: IntegrityError, all rolled back
+                conn.execute(insert(wm), done)
             values: dict[str, Any] = {"updated_at": now}
             if events:
                 values.update(messages=w.c.messages + events, last_message_at=now)
