@@ -40,7 +40,23 @@ from orchestrator.store import Store  # noqa: E402
 from orchestrator.store.core.db import upgrade  # noqa: E402
 
 DAG = """
-from orchestrator import DAG, task
+import asyncio
+from datetime import datetime, timezone
+from orchestrator import DAG, BaseTrigger, TriggerEvent, task
+
+class StampTrigger(BaseTrigger):
+    # fires at moment; its event says when it fired (the resume latency counts from it)
+    def __init__(self, moment):
+        super().__init__()
+        self.moment = moment
+
+    def serialize(self):
+        return (f"{{__name__}}.StampTrigger", {{"moment": self.moment}})
+
+    async def run(self):
+        while (left := (self.moment - datetime.now(timezone.utc)).total_seconds()) > 0:
+            await asyncio.sleep(left)
+        yield TriggerEvent({{"fired_at": datetime.now(timezone.utc).isoformat()}})
 
 with DAG("bench_defer", schedule=None, max_active_tasks=100000) as dag:
     @task
@@ -79,7 +95,7 @@ def _setup(workdir: str, backend: str, count: int) -> tuple[Store, Settings, str
     return store, settings, url
 
 
-def _defer_all(store: Store, moments: list[datetime]) -> str:
+def _defer_all(store: Store, moments: list[datetime], classpath: str | None = None) -> str:
     from orchestrator.engine.scheduler import Scheduler
 
     clock = SystemClock()
@@ -94,7 +110,7 @@ def _defer_all(store: Store, moments: list[datetime]) -> str:
             break
         for c in claims:
             kwargs = json.dumps({"moment": {"__datetime__": moments[c.map_index].isoformat()}})
-            store.defer_task(c, {"classpath": "orchestrator.triggers.DateTimeTrigger",
+            store.defer_task(c, {"classpath": classpath or "orchestrator.triggers.DateTimeTrigger",
                                  "kwargs": kwargs, "method_name": "resume",
                                  "next_kwargs": "{}", "timeout": None}, clock.now())  # fmt: skip
             i += 1
@@ -148,9 +164,12 @@ def resume(backend: str, events: int) -> dict:
 
     with tempfile.TemporaryDirectory() as workdir:
         store, settings, _ = _setup(workdir, backend, events)
-        first = datetime.now(UTC) + timedelta(seconds=45)  # after the setup (fsync per defer)
+        from orchestrator.authoring.triggers import dag_module_name
+
+        path = os.path.join(settings.dags_folder, "bench_defer.py")
+        first = datetime.now(UTC) + timedelta(seconds=20)
         moments = [first + timedelta(milliseconds=20 * i) for i in range(events)]
-        run_id = _defer_all(store, moments)
+        run_id = _defer_all(store, moments, f"{dag_module_name(path)}.StampTrigger")
         clock, stop, wake = SystemClock(), threading.Event(), WakeEvent()
         worker = Worker(store, clock, settings, wake=wake, worker_id="bench-worker")
         trig = Triggerer(store, clock, settings, on_fire=wake, triggerer_id="bench-triggerer")
@@ -171,8 +190,9 @@ def resume(backend: str, events: int) -> dict:
             for t in threads:
                 t.join(20)
         tis = [t for t in store.task_instances(run_id) if t.task_id == "wait"]
+        results = store.instance_results(run_id)
         lat = sorted(
-            (t.start_date - moments[t.map_index]).total_seconds() * 1000
+            (t.start_date - datetime.fromisoformat(json.loads(results[("wait", t.map_index)])["fired_at"])).total_seconds() * 1000
             for t in tis if t.state == "success" and t.start_date
         )  # fmt: skip
         store.dispose()
