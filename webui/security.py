@@ -85,7 +85,12 @@ def allowed_hosts(settings: Settings) -> frozenset[str]:
 
 
 def split_host(value: str) -> tuple[str, int | None] | None:
-    """``("example.com", 8080)`` from ``"Example.com.:8080"``; None if malformed."""
+    """``("example.com", 8080)`` from ``"Example.com.:8080"``; None if malformed.
+
+    ASCII only: a browser sends an IDN in its punycode form, and ``lower()`` turns some
+    other characters into ASCII letters (KELVIN SIGN into ``k``)."""
+    if not value.isascii():
+        return None
     match = _HOST.fullmatch(value.lower())
     if match is None:
         return None

@@ -112,6 +112,43 @@ def test_a_stale_report_of_the_lost_try_is_fenced_out(harness, write_dag):
     assert [t.state for t in store.tries(run_id, "only")] == ["lost", "success"]
 
 
+def test_a_late_success_after_the_reaper_chose_up_for_retry_is_refused(harness, write_dag):
+    """Issue 31: the free lost tries are spent, so the reaper turns the third expired
+    lease into up_for_retry, keeping the try number and the owner. Only the success
+    write's ``state = 'running'`` condition then tells the worker's late report from a
+    live one: it must change nothing and be recorded as stale."""
+    store, clock = harness.store, harness.clock
+    run_id = _one_task_run(harness, write_dag, retries=1)
+    for n in (1, 2):
+        _, reaped = _lose(harness)
+        assert reaped == [(run_id, "only", n, "queued")]
+    late, reaped = _lose(harness)
+    assert reaped == [(run_id, "only", 3, "up_for_retry")]
+    before = store.task_instance(run_id, "only")
+    assert (before.try_number, before.owner) == (late.try_number, late.owner)  # same key
+    tries_before = store.tries(run_id, "only")
+
+    assert store.finish_success(late, '"late"', clock.now()) is False
+    [round_], claims = store.finish_and_claim(
+        [(late, '"late again"', clock.now())], late.owner, clock.now(), LEASE, limit=5
+    )
+    assert round_.recorded is False and claims == []  # not due yet: its backoff runs
+
+    assert store.task_instance(run_id, "only") == before
+    assert store.tries(run_id, "only") == tries_before
+    assert [t.state for t in tries_before] == ["lost"] * 3
+    assert store.results(run_id, ["only"]) == {}
+    assert store.get_run(run_id).state == "running"
+    stale = _kinds(store, "stale_write_rejected")
+    assert len(stale) == 2 and all(e.try_number == 3 for e in stale)
+    # the retry it was given still happens, as try 4, and its success counts
+    clock.advance(before.ready_at - clock.now())
+    [retry] = store.claim("worker-B", clock.now(), LEASE, limit=1)
+    assert (retry.ti_id, retry.try_number) == (late.ti_id, 4)
+    assert store.finish_success(retry, '"four"', clock.now()) is True
+    assert store.results(run_id, ["only"]) == {"only": '"four"'}
+
+
 def test_handed_back_tries_count_towards_the_same_bound(harness, write_dag):
     store, clock = harness.store, harness.clock
     run_id = _one_task_run(harness, write_dag, retries=0)

@@ -368,6 +368,22 @@ def test_racing_expansions_create_each_instance_exactly_once(harness: Harness, w
     assert [t.map_index for t in loads] == list(range(2000))
 
 
+@pytest.mark.parametrize("n", [2001, 4001])
+def test_an_expansion_past_one_insert_batch_creates_every_map_index(
+    harness: Harness, write_dag, n: int
+):
+    """Issue 31: instances are inserted 2,000 rows at a time; one item past a batch (and
+    past two) must still get its instance, with its own item, counted once."""
+    run, run_pk, spec = _ready_to_expand(harness, write_dag, n)
+    harness.tick()  # the scheduler's release_ready expands the placeholder
+    loads = _instances(harness.store, run.run_id, "load")
+    assert [t.map_index for t in loads] == list(range(n))
+    assert {t.state for t in loads} == {"queued"}
+    assert [json.loads(t.map_kwargs)["path"] for t in loads] == [f"f{i}" for i in range(n)]
+    [event] = harness.store.events(kind="task_expanded", limit=10)
+    assert f": {n} instance(s) created" in event.message
+
+
 def test_the_unique_key_refuses_a_second_instance_with_one_map_index(harness: Harness, write_dag):
     from sqlalchemy import insert
     from sqlalchemy.exc import IntegrityError

@@ -309,3 +309,85 @@ def test_runs_finished_rows_are_the_stored_ones(harness, write_dag):
         row = conn.execute(select(m.dag_runs).where(m.dag_runs.c.run_id == run_id)).one()
     assert (row.state, row.end_date) == ("success", clock.now())
     assert store.finish_runs(clock.now()) == []
+
+
+# -- issue 31: a run's state comes from its leaf tasks, for every trigger-rule outcome ----
+LEAF_OUTCOMES = [
+    # (leaf's trigger rule, up's outcome, the leaf's decided state, its own outcome if it
+    #  runs, the run's state)
+    ("all_success", "success", "queued", "success", "success"),
+    ("all_success", "success", "queued", "failed", "failed"),
+    ("all_success", "failed", "upstream_failed", None, "failed"),
+    ("all_done", "failed", "queued", "success", "success"),  # up failed but is no leaf
+    ("all_done", "failed", "queued", "failed", "failed"),
+    ("all_failed", "failed", "queued", "success", "success"),
+    ("all_failed", "success", "skipped", None, "success"),  # a skipped leaf is no failure
+    ("one_failed", "success", "skipped", None, "success"),
+    ("one_failed", "failed", "queued", "success", "success"),
+    ("one_success", "failed", "upstream_failed", None, "failed"),
+    ("one_done", "failed", "queued", "success", "success"),
+    ("none_failed", "failed", "upstream_failed", None, "failed"),
+    ("none_skipped", "failed", "queued", "success", "success"),
+    ("none_failed_min_one_success", "failed", "upstream_failed", None, "failed"),
+    ("all_done_min_one_success", "failed", "upstream_failed", None, "failed"),
+    ("all_skipped", "success", "skipped", None, "success"),
+    ("always", "failed", "queued", "success", "success"),
+]
+
+
+def _finish(store: Store, outcomes: dict[str, str], now: datetime) -> None:
+    """Claim what is queued (exactly the tasks of ``outcomes``) and record each outcome."""
+    claims = {c.task_id: c for c in store.claim("w", now, LEASE, limit=10)}
+    assert sorted(claims) == sorted(outcomes)
+    for task_id, outcome in sorted(outcomes.items()):
+        if outcome == "success":
+            assert store.finish_success(claims[task_id], None, now)
+        else:
+            assert store.finish_failure(claims[task_id], "boom", 1, now) == "failed"
+
+
+@pytest.mark.parametrize(("rule", "up", "decided", "ran", "run_state"), LEAF_OUTCOMES)
+def test_a_run_state_is_decided_by_its_leaves(
+    harness, write_dag, rule, up, decided, ran, run_state
+):
+    """Store level: ``up >> leaf``, beside a second leaf ``side`` that succeeds. A
+    failed task that is no leaf does not fail the run; a failed or upstream_failed
+    leaf does; a skipped leaf does not."""
+    store, now = harness.store, harness.clock.now()
+    write_dag(
+        "leaves.py",
+        f"""
+        from orchestrator import DAG, task
+
+        with DAG("leaves", schedule=None, default_retries=0) as dag:
+            @task
+            def up(ctx):
+                return 1
+
+            @task(trigger_rule="{rule}")
+            def leaf(ctx):
+                return 2
+
+            @task
+            def side(ctx):
+                return 3
+
+            up >> leaf
+        """,
+    )
+    harness.parse()
+    run_id = store.trigger_run("leaves", now).run_id
+    store.start_queued_runs(now)
+    _finish(store, {"side": "success", "up": up}, now)
+    assert store.get_run(run_id).state == "running"  # the leaf is still open
+    assert store.finish_ready_runs(now).finished == []
+
+    store.release_ready(now)
+    assert store.task_instance(run_id, "leaf").state == decided
+    if ran is not None:
+        assert store.get_run(run_id).state == "running"
+        _finish(store, {"leaf": ran}, now)
+    store.finish_ready_runs(now)
+    assert store.get_run(run_id).state == run_state
+    assert [e.kind for e in store.events(kind=f"run_{run_state}")] == [f"run_{run_state}"]
+    assert store.finish_ready_runs(now).finished == []  # once

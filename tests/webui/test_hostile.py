@@ -10,8 +10,10 @@ import pytest
 from conftest import START, build_shell_dag  # noqa: I001  (tests/webui/conftest.py)
 from test_actions import snapshot
 
+from orchestrator.settings import Settings
 from orchestrator.store import Store
 from webui import create_app
+from webui.security import allowed_hosts, host_allowed
 
 # -- item 7: DNS rebinding: the Host allow-list ------------------------------------------
 
@@ -86,6 +88,95 @@ def test_configured_names_and_the_bound_address_are_answered(settings, store):
         assert client.get("/api/v1/dags", headers={"Host": host}).status_code == 200, host
     for host in ("evil.example", "ops.example.com.evil.example", "corp.example.evil", "10.1.2.4"):
         assert client.get("/api/v1/dags", headers={"Host": host}).status_code == 400, host
+
+
+# Issue 31: the Host check against names that only look like an allowed one. Allowed:
+# ops.example.com exactly, corp.example and its subdomains, an IDN name in its
+# punycode (ASCII) form, the bound address and loopback.
+CONFIGURED = "OPS.example.com., .corp.example, xn--bcher-kva.example"
+LOOK_ALIKES = [
+    "evilcorp.example",  # ends with the letters of corp.example, not under it
+    "evilcorp.example:443",
+    "EVILCORP.EXAMPLE",
+    "evilcorp.example.",
+    "xcorp.example",
+    "orp.example",
+    "corp.example.evil",
+    "corp.example.evil.example",
+    "corp.exampl",
+    "xops.example.com",  # an exact name allows no prefix...
+    "ps.example.com",  # ...nor a part of itself
+    "ops.example.com.evil",
+    "ops.example.co",
+    "ops.example.com..",  # one trailing dot is the same name; two are not a name
+    "ops.example.com:0",
+    "ops.example.com:65536",
+    "ops.example.com:99999",
+    "ops.example.com:123456",
+    "ops.example.com:",
+    "ops.example.com:80:80",
+    "ops.example.com:-1",
+    "ops.example.com:+80",
+    "ops.example.com:８０",  # fullwidth digits are digits to int(), not to a port
+    "ops.example.com\n",
+    " ops.example.com",
+    "ops.example.com/",
+    "user@ops.example.com",
+    "b\u00fccher.example",  # an IDN arrives in its punycode form, never as Unicode
+    "b\u00c3\u00bccher.example",  # its UTF-8 bytes as WSGI's latin-1 string
+    "xn--bcher-kva.example.evil",
+    "xn--bcher-kva.exampl",
+    "ops.e\u0445ample.com",  # a Cyrillic ha for the x
+    "ops.example.\u212aom",  # KELVIN SIGN: lower() makes it a "k" (op.example.kom)
+    "\u212a.corp.example",  # and here a subdomain of corp.example once lowered
+    "10.1.2.3.corp.example.evil",
+    "[::1]:8080.evil",
+]
+OWN_NAMES = [
+    "ops.example.com",
+    "OPS.EXAMPLE.COM",
+    "ops.example.com.",
+    "ops.example.com.:8080",
+    "ops.example.com:1",
+    "ops.example.com:65535",
+    "corp.example",
+    "corp.example.",
+    "CORP.example:8443",
+    "ci.corp.example",
+    "a.b.ci.corp.example:443",
+    "CI.Corp.Example.",
+    "xn--bcher-kva.example",
+    "XN--BCHER-KVA.EXAMPLE:8443",
+    "10.1.2.3",
+    "10.1.2.3:8080",
+    "localhost",
+    "[::1]",
+]
+
+
+ALLOWED = allowed_hosts(
+    Settings.load({}, cwd="/", web_host="10.1.2.3", web_allowed_hosts=CONFIGURED)
+)
+
+
+@pytest.mark.parametrize("host", LOOK_ALIKES, ids=ascii)
+def test_look_alike_host_names_are_refused(host):
+    assert host_allowed(host, ALLOWED) is False
+
+
+@pytest.mark.parametrize("host", OWN_NAMES)
+def test_the_configured_names_are_allowed_in_any_case_port_or_trailing_dot(host):
+    assert host_allowed(host, ALLOWED) is True
+
+
+def test_a_look_alike_suffix_is_refused_by_the_app(settings, store):
+    app = create_app(settings.with_(web_allowed_hosts=".corp.example"), store)
+    client = app.test_client()
+    assert client.get("/api/v1/dags", headers={"Host": "ci.corp.example"}).status_code == 200
+    for host in ("evilcorp.example", "evilcorp.example:8080", "xcorp.example."):
+        response = client.get("/api/v1/dags", headers={"Host": host})
+        assert response.status_code == 400, host
+        assert "Host" in response.get_data(as_text=True)
 
 
 def test_health_answers_probes_by_any_host(client, live_cluster):
