@@ -1,0 +1,1 @@
+"""Developer tools run on demand (not shipped in the wheel): mutation testing."""
