@@ -20,6 +20,7 @@ PostgreSQL tests run for real (``ORCHESTRATOR_REQUIRE_POSTGRES=1``), as in CI.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import os
@@ -138,14 +139,16 @@ def run(
     """
     from cosmic_ray.commands.init import init
     from cosmic_ray.work_db import WorkDB, use_db
+    from cosmic_ray.work_item import WorkerOutcome, WorkResult
 
     from tools import mutation_operators
 
     mutation_operators.install()
+    _forking_runner()
     home = STATE / module.replace("/", "_").removesuffix(".py")
     tree, session, stamp = home / "tree", home / "session.sqlite", home / "stamp.json"
     source_hash = hashlib.sha256((ROOT / module).read_bytes()).hexdigest()
-    want = {"source": source_hash, "tests": tests, "operators": mutation_operators.names()}
+    want = {"source": source_hash, "tests": tests}
     if report_only:
         return _report(session, module)
     home.mkdir(parents=True, exist_ok=True)
@@ -173,7 +176,13 @@ def run(
         if not resume:
             init([Path(module)], db, {})
             stamp.write_text(json.dumps(want))
-        pending = sorted(db.pending_work_items, key=_position)
+        known = set(mutation_operators.names())
+        pending = []
+        for item in sorted(db.pending_work_items, key=_position):
+            if item.mutations[0].operator_name in known:
+                pending.append(item)
+            else:  # an operator dropped since the run began
+                db.set_result(item.job_id, WorkResult(worker_outcome=WorkerOutcome.SKIPPED))
         print(f"{db.num_work_items} mutants, {len(pending)} to run", flush=True)
         for n, item in enumerate(pending, 1):
             result = (then or now).against(item, timeout)
@@ -191,6 +200,76 @@ def run(
             )
     os.chdir(ROOT)
     return _report(session, module)
+
+
+_PRELOAD = (
+    "pytest", "sqlalchemy", "sqlalchemy.dialects.postgresql", "sqlalchemy.dialects.sqlite",
+    "flask", "jinja2", "jinja2.sandbox", "alembic.command", "croniter", "networkx", "requests",
+    "psycopg", "cryptography.fernet", "prometheus_client", "waitress",
+)  # fmt: skip
+
+
+def _forking_runner() -> None:
+    """Make cosmic-ray run each mutant's tests in a process forked from this one, which
+    has imported the third-party libraries (never ``orchestrator``, ``webui`` or
+    ``tests``: the child imports those from the tree, mutant included). Under load this
+    saves most of a test process's start-up."""
+    import importlib
+    import signal
+    import tempfile
+    import types
+
+    import cosmic_ray.mutating
+    from cosmic_ray.work_item import TestOutcome
+
+    for name in _PRELOAD:
+        with contextlib.suppress(ImportError):
+            importlib.import_module(name)
+    assert not any(m.split(".")[0] in ("orchestrator", "webui", "tests") for m in sys.modules)
+
+    def run_tests(command: str, timeout: float):
+        argv = shlex.split(command)
+        root, args = argv[4], argv[5:]  # python -m tools.mutation_pytest --root ROOT ...
+        with tempfile.TemporaryFile() as out:
+            pid = os.fork()
+            if pid == 0:  # the child: its own process group, for the processes it starts
+                code = 3
+                try:
+                    os.setsid()
+                    os.dup2(out.fileno(), 1)
+                    os.dup2(out.fileno(), 2)
+                    from tools.mutation_pytest import run_in
+
+                    # no __main__ to re-import in the processes the tests spawn
+                    sys.modules["__main__"] = types.ModuleType("__main__")
+
+                    code = run_in(root, args)
+                except BaseException:
+                    import traceback
+
+                    traceback.print_exc()
+                finally:
+                    sys.stdout.flush()
+                    sys.stderr.flush()
+                    os._exit(code)
+            deadline = time.monotonic() + timeout
+            while True:
+                done, status = os.waitpid(pid, os.WNOHANG)
+                if done:
+                    break
+                if time.monotonic() > deadline:
+                    os.killpg(pid, signal.SIGKILL)
+                    os.waitpid(pid, 0)
+                    return TestOutcome.KILLED, "timeout"
+                time.sleep(0.05)
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pid, signal.SIGKILL)  # what the tests left running
+            out.seek(0)
+            text = out.read().decode("utf-8", "replace")
+        code = os.waitstatus_to_exitcode(status)
+        return (TestOutcome.KILLED if code else TestOutcome.SURVIVED), text
+
+    cosmic_ray.mutating.run_tests = run_tests
 
 
 def _verdict(result) -> str:
@@ -289,7 +368,7 @@ def _forget_survivors(session: Path, keep: Path, module: str) -> None:
     keep.write_text(text.getvalue())
     with contextlib.closing(sqlite3.connect(session)) as db, db:
         gone = db.execute(
-            "DELETE FROM work_results WHERE worker_outcome = 'normal' AND test_outcome = 'survived'"
+            "DELETE FROM work_results WHERE worker_outcome = 'NORMAL' AND test_outcome = 'SURVIVED'"
         ).rowcount
     print(f"{gone} surviving mutant(s) to run again (the report before: {keep})", flush=True)
 
@@ -339,6 +418,8 @@ def _report(session: Path, module: str) -> Outcome:
     survived = []
     with use_db(str(session), WorkDB.Mode.open) as db:
         for item, result in db.completed_work_items:
+            if result.worker_outcome == WorkerOutcome.SKIPPED:
+                continue  # an operator dropped since the run began
             total += 1
             if result.worker_outcome != WorkerOutcome.NORMAL:
                 incompetent += 1

@@ -56,8 +56,6 @@ _CORE_KEPT = (
             ("GtE", "Lt"),
             ("Is", "IsNot"),
             ("IsNot", "Is"),
-            ("Eq", "IsNot"),  # only where the right side is None (cosmic-ray's rule)
-            ("NotEq", "Is"),
         )
     ]
     + [
