@@ -128,6 +128,18 @@ def test_params_literals_cross_product_kwargs_and_mapped_over_mapped(harness: Ha
     assert run.state == "success"
 
 
+def test_a_runs_conf_overrides_the_param_a_task_is_mapped_over(harness: Harness, write_dag):
+    """Issue 31: the items come from the run's conf when it sets the param (the DAG's
+    params are only the defaults), as ctx.params does."""
+    run = _run(harness, write_dag, {"items": ["a"], "chunks": [4, 5]})
+    results = harness.store.results(run.run_id, ["over_param", "cross"])
+    assert json.loads(results["over_param"]) == [40, 50]
+    assert json.loads(results["cross"]) == ["p4", "p5", "q4", "q5"]
+    assert [t.map_index for t in _instances(harness.store, run.run_id, "over_param")] == [0, 1]
+    [event] = [e for e in harness.store.events(kind="task_expanded") if e.task_id == "over_param"]
+    assert event.message == "mapped over its literal lists and params: 2 instance(s) created"
+
+
 def test_not_a_list_fails_the_mapped_task_naming_the_source(harness: Harness, write_dag):
     run = _run(harness, write_dag, {"items": "not a list"})
     [ti] = _instances(harness.store, run.run_id, "from_source")
@@ -288,6 +300,31 @@ def test_clearing_the_source_re_expands_and_one_instance_reruns_alone(harness: H
     assert harness.store.results(run.run_id, ["total"]) == {"total": "20"}
 
 
+def test_a_mapped_task_of_one_instance_cleared_wholly_is_expanded_again(
+    harness: Harness, write_dag
+):
+    """Issue 31: one instance (map index 0) is no placeholder: clearing the task wholly
+    collapses it too, so a source that now lists three files gives three instances."""
+    write_dag("load_files.py", LOAD_FILES)
+    harness.parse()
+    run = harness.store.trigger_run("load_files", harness.clock.now(), conf={"n": 1})
+    harness.run_until_finished(run.run_id)
+    [only] = _instances(harness.store, run.run_id, "load")
+    assert (only.map_index, only.state) == (0, TaskState.SUCCESS)
+    with harness.store.write() as conn:
+        from orchestrator.store.core import models as m
+
+        conn.execute(
+            m.dag_runs.update().where(m.dag_runs.c.run_id == run.run_id).values(conf='{"n": 3}')
+        )
+    harness.store.clear_task(run.run_id, "list_files", harness.clock.now(), downstream=True)
+    [placeholder] = _instances(harness.store, run.run_id, "load")
+    assert (placeholder.map_index, placeholder.state) == (-1, TaskState.SCHEDULED)
+    assert harness.run_until_finished(run.run_id).state == "success"
+    assert [t.map_index for t in _instances(harness.store, run.run_id, "load")] == [0, 1, 2]
+    assert harness.store.results(run.run_id, ["total"]) == {"total": "30"}
+
+
 def test_clear_names_a_missing_map_index(harness: Harness, write_dag):
     from orchestrator.errors import NotFoundError
 
@@ -338,6 +375,47 @@ def test_expansion_happens_once_however_often_it_is_asked(harness: Harness, writ
     assert [t.map_index for t in loads] == list(range(50))
 
 
+def test_each_run_expands_from_its_own_sources(harness: Harness, write_dag):
+    """Issue 31: two runs of one DAG waiting to expand the same task: expanding the
+    later one first takes its own placeholder and its own source's list, and leaves
+    the other run's placeholder as it was."""
+    from orchestrator.store.core import models as m
+    from orchestrator.store.tasks.expansion import expand_locked
+
+    store, now = harness.store, harness.clock.now()
+    write_dag("load_files.py", LOAD_FILES)
+    harness.parse()
+    runs = [
+        store.trigger_run("load_files", now, conf={"n": n}, logical_date=now + timedelta(hours=n))
+        for n in (2, 3)
+    ]
+    harness.tick()
+    claims = store.claim("w", now, timedelta(seconds=30), limit=5)
+    assert sorted(c.run_id for c in claims) == sorted(r.run_id for r in runs)
+    with store.write() as conn:  # the sources succeed, without their release
+        for c in claims:
+            n = 2 if c.run_id == runs[0].run_id else 3
+            files = json.dumps([f"{c.run_id}-f{i}" for i in range(n)])
+            conn.execute(
+                m.task_instances.update()
+                .where(m.task_instances.c.id == c.ti_id)
+                .values(state="success", result=files, end_date=now)
+            )
+    records = [store.get_run(r.run_id) for r in runs]
+    spec = store.spec("load_files", records[0].version_hash)
+    for index in (1, 0):  # the later run first
+        with store.write() as conn:
+            assert expand_locked(conn, spec, records[index].id, ["load"], now, 10_000) == 2 + index
+        if index == 1:
+            [waiting] = _instances(store, runs[0].run_id, "load")
+            assert (waiting.map_index, waiting.state) == (-1, "scheduled")
+    for run, n in zip(runs, (2, 3), strict=True):
+        loads = _instances(store, run.run_id, "load")
+        assert [t.map_index for t in loads] == list(range(n))
+        paths = [json.loads(t.map_kwargs)["path"] for t in loads]
+        assert paths == [f"{run.run_id}-f{i}" for i in range(n)]
+
+
 def test_racing_expansions_create_each_instance_exactly_once(harness: Harness, write_dag):
     import threading
 
@@ -381,7 +459,52 @@ def test_an_expansion_past_one_insert_batch_creates_every_map_index(
     assert {t.state for t in loads} == {"queued"}
     assert [json.loads(t.map_kwargs)["path"] for t in loads] == [f"f{i}" for i in range(n)]
     [event] = harness.store.events(kind="task_expanded", limit=10)
-    assert f": {n} instance(s) created" in event.message
+    assert event.message == f"mapped over list_files: {n} instance(s) created"
+
+
+@pytest.mark.parametrize(
+    ("source_state", "result", "placeholder", "kind", "error"),
+    [
+        ("success", "[]", "skipped", "task_skipped", None),
+        ("skipped", None, "skipped", "task_skipped", None),  # an empty map upstream
+        ("success", '{"not": "a list"}', "failed", "task_map_failed", "list"),
+        ("failed", None, "upstream_failed", "task_map_failed", "list_files did not succeed"),
+    ],
+)
+def test_a_placeholder_that_is_not_expanded_queues_nothing(
+    harness: Harness, write_dag, source_state, result, placeholder, kind, error
+):
+    """Issue 31: skipping or failing the placeholder queues no instance, and says so
+    (expand_locked's count is what a finishing worker reports as released)."""
+    from orchestrator.store.tasks.expansion import expand_locked
+
+    run, run_pk, spec = _ready_to_expand(harness, write_dag, 3)
+    with harness.store.write() as conn:
+        from orchestrator.store.core import models as m
+
+        conn.execute(
+            m.task_instances.update()
+            .where(m.task_instances.c.run_pk == run_pk, m.task_instances.c.task_id == "list_files")
+            .values(state=source_state, result=result)
+        )
+    now = harness.clock.now()
+    for _ in range(2):  # and asked again, it changes nothing
+        with harness.store.write() as conn:
+            assert expand_locked(conn, spec, run_pk, ["load"], now, 10_000) == 0
+    [ti] = _instances(harness.store, run.run_id, "load")
+    assert (ti.map_index, ti.state, ti.end_date) == (-1, placeholder, now)
+    others = {t.task_id: t.state for t in harness.store.task_instances(run.run_id)}
+    assert others == {"list_files": source_state, "load": placeholder} | dict.fromkeys(
+        ("total", "paths"), "scheduled"
+    )  # only the placeholder of this task changed
+    if error is None:
+        assert ti.error is None
+    else:
+        assert error in ti.error
+    [event] = harness.store.events(kind=kind, limit=10)
+    assert event.task_id == "load" and event.run_id == run.run_id
+    other = "task_map_failed" if kind == "task_skipped" else "task_skipped"
+    assert harness.store.events(kind=other, limit=10) == []
 
 
 def test_the_unique_key_refuses_a_second_instance_with_one_map_index(harness: Harness, write_dag):
