@@ -325,6 +325,32 @@ def test_a_mapped_task_of_one_instance_cleared_wholly_is_expanded_again(
     assert harness.store.results(run.run_id, ["total"]) == {"total": "30"}
 
 
+def test_clearing_a_mapped_task_with_an_instance_still_running_keeps_every_instance(
+    harness: Harness, write_dag
+):
+    """Issue 31: only a mapped task whose instances are all cleared collapses back to
+    its placeholder; one still running keeps its row, its lease and its map index."""
+    store, now = harness.store, harness.clock.now()
+    write_dag("load_files.py", LOAD_FILES)
+    harness.parse()
+    run = store.trigger_run("load_files", now, conf={"n": 3})
+    harness.tick()
+    [source] = store.claim("w", now, timedelta(seconds=30), limit=5)
+    assert store.finish_success(source, json.dumps(["a", "b", "c"]), now)
+    claims = {c.map_index: c for c in store.claim("w", now, timedelta(seconds=30), limit=5)}
+    assert sorted(claims) == [0, 1, 2]
+    for i in (0, 2):
+        assert store.finish_success(claims[i], None, now)
+    assert store.clear_task(run.run_id, "load", now) == ["load"]
+    loads = _instances(store, run.run_id, "load")
+    assert [(t.map_index, t.state) for t in loads] == [
+        (0, "scheduled"),
+        (1, "running"),
+        (2, "scheduled"),
+    ]
+    assert store.finish_success(claims[1], None, now)  # its lease is still its own
+
+
 def test_clear_names_a_missing_map_index(harness: Harness, write_dag):
     from orchestrator.errors import NotFoundError
 
