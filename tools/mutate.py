@@ -44,6 +44,7 @@ class Outcome:
     survived: list[dict]  # {"job", "operator", "line", "diff", "why" (equivalent) or None}
     incompetent: int
     total: int
+    pending: int = 0  # mutants not run yet
 
     @property
     def equivalent(self) -> list[dict]:
@@ -81,6 +82,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--report", action="store_true", help="only report the last run")
     parser.add_argument("--json", action="store_true", help="the outcome as JSON")
     parser.add_argument(
+        "--summary", action="store_true", help="a table of every module run so far (markdown)"
+    )
+    parser.add_argument(
         "--tests", help="run these tests instead of the mapped ones (space-separated)"
     )
     parser.add_argument(
@@ -94,6 +98,9 @@ def main(argv: list[str] | None = None) -> int:
         help="run the surviving mutants again (after adding tests); the rest keep their result",
     )
     args = parser.parse_args(argv)
+    if args.summary:
+        print(summary(TARGETS))
+        return 0
     if args.list or not args.module:
         for module, tests in TARGETS.items():
             only = " (SQLite only)" if module in SQLITE_ONLY else ""
@@ -355,6 +362,40 @@ def _position(item) -> tuple:
     return (spec.start_pos, spec.operator_name, spec.occurrence)
 
 
+def summary(targets: dict[str, list[str]]) -> str:
+    """One markdown row per module with a run: mutants, before, after, equivalent, left."""
+    import contextlib
+    import io
+
+    rows = [
+        "| module | mutants | killed before | killed after | equivalent | after, of the non-equivalent | left |",
+        "|---|---|---|---|---|---|---|",
+    ]  # fmt: skip
+    for module in targets:
+        home = STATE / module.replace("/", "_").removesuffix(".py")
+        if not (home / "session.sqlite").exists():
+            rows.append(f"| `{module}` | not run yet | | | | | |")
+            continue
+        with contextlib.redirect_stdout(io.StringIO()):
+            outcome = _report(home / "session.sqlite", module)
+        tested = outcome.killed + len(outcome.survived)
+        before = "-"
+        if (home / "before.json").exists():
+            verdicts = json.loads((home / "before.json").read_text())
+            killed = sum(v == "killed" for v in verdicts.values())
+            counted = sum(v in ("killed", "survived") for v in verdicts.values())
+            before = f"{killed}/{counted} ({killed / counted:.0%})" if counted else "-"
+        real = tested - len(outcome.equivalent)
+        adjusted = f"{outcome.killed}/{real} ({outcome.killed / real:.0%})" if real else "-"
+        done = f" (partial: {outcome.pending} not run)" if outcome.pending else ""
+        rows.append(
+            f"| `{module}`{done} | {outcome.total} | {before} | "
+            f"{outcome.killed}/{tested} ({outcome.killed / tested:.0%}) | "
+            f"{len(outcome.equivalent)} | {adjusted} | {len(outcome.live)} |"
+        )
+    return "\n".join(rows)
+
+
 def _forget_survivors(session: Path, keep: Path, module: str) -> None:
     """Drop the results of the surviving mutants, so they run again; the report as it
     stood is kept in ``keep``."""
@@ -414,11 +455,12 @@ def _report(session: Path, module: str) -> Outcome:
     if not session.exists():
         raise SystemExit(f"no run of {module} yet")
     known = _equivalents(module)
-    killed = incompetent = total = 0
+    killed = incompetent = total = skipped = 0
     survived = []
     with use_db(str(session), WorkDB.Mode.open) as db:
         for item, result in db.completed_work_items:
             if result.worker_outcome == WorkerOutcome.SKIPPED:
+                skipped += 1
                 continue  # an operator dropped since the run began
             total += 1
             if result.worker_outcome != WorkerOutcome.NORMAL:
@@ -443,7 +485,9 @@ def _report(session: Path, module: str) -> Outcome:
                 "at": f"{module}:{mutation.start_pos[0]}", "line": before, "becomes": after,
                 "diff": result.diff, "why": why,
             })  # fmt: skip
-    outcome = Outcome(killed, sorted(survived, key=lambda s: s["at"]), incompetent, total)
+        pending = db.num_work_items - skipped - total
+    survived.sort(key=lambda s: int(s["at"].rsplit(":", 1)[1]))
+    outcome = Outcome(killed, survived, incompetent, total, pending)
     print(f"\n{module}: {outcome.ratio()}; {incompetent} not testable (the mutant would not run)")
     for s in outcome.live:
         print(f"\nSURVIVED {s['operator']} at {s['at']}")
