@@ -393,6 +393,12 @@ def summary(targets: dict[str, list[str]]) -> str:
             f"{outcome.killed}/{tested} ({outcome.killed / tested:.0%}) | "
             f"{len(outcome.equivalent)} | {adjusted} | {len(outcome.live)} |"
         )
+    rows += ["", "Equivalent mutants (tools/mutation_equivalents.toml):", ""]
+    for module in targets:
+        for e in _equivalents(module):
+            rows.append(
+                f"- `{module}`, {e['operator']}: `{e['line']}` into `{e.get('becomes', '?')}`: {e['why']}"
+            )
     return "\n".join(rows)
 
 
