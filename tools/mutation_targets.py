@@ -13,7 +13,10 @@ INTEGRATION = "tests/integration"
 
 TARGETS: dict[str, list[str]] = {
     # -- the pure rules ------------------------------------------------------------------
-    "orchestrator/scheduling/trigger_rules.py": ["tests/unit/scheduling/test_trigger_rules.py"],
+    "orchestrator/scheduling/trigger_rules.py": [
+        "tests/unit/scheduling/test_trigger_rules.py",
+        "tests/unit/scheduling/test_setup_teardown_rules.py",
+    ],
     "orchestrator/scheduling/misfire.py": [
         "tests/unit/scheduling/test_misfire.py",
         "tests/unit/scheduling/test_misfire_properties.py",
