@@ -103,3 +103,20 @@ def test_max_tries():
 
 def test_doctests():
     assert doctest.testmod(retry).failed == 0
+
+
+def test_a_try_number_below_one_waits_as_the_first_retry():
+    """Issue 31: the exponent is clamped at 0, so a try number of 0 (or less) never waits
+    less than retry_delay."""
+    p = RetryPolicy(retry_delay=timedelta(seconds=10), jitter=False)
+    assert [secs(p, n) for n in (-3, 0, 1)] == [10, 10, 10]
+    jittered = RetryPolicy(retry_delay=timedelta(seconds=10))
+    assert secs(jittered, 0, "k") == secs(jittered, 1, "k") >= 10
+
+
+def test_sub_second_delays_are_jittered_too():
+    """Issue 31: jitter applies to any positive delay, a 200 ms one included."""
+    p = RetryPolicy(retry_delay=timedelta(milliseconds=200))
+    first = [secs(p, 1, f"dag/run/task_{i}") for i in range(100)]
+    assert min(first) >= 0.2 and max(first) < 0.4
+    assert max(first) - min(first) > 0.1
