@@ -89,3 +89,16 @@ def test_a_result_is_masked_as_json_text_and_stays_json():
     result = json.dumps({"a": 'x quo"te-secret', "b": ["ok"]})
     masked = mask_outcome(masker, {"ok": True, "result": result})["result"]
     assert json.loads(masked) == {"a": "x ***", "b": ["ok"]}
+
+
+def test_values_of_four_characters_are_masked_and_shorter_ones_are_not():
+    """Issue 31: docs/secrets.md's threshold, at its edge (after stripping spaces), for
+    a whole secret and for each line of a multi-line one."""
+    masker = Masker()
+    for value in ("abcd", "xyz", "  uv  ", "wxyz\nqrs\nlmno"):
+        masker.add(value)
+    assert masker.mask("abcd xyz uv wxyz qrs lmno") == "*** xyz uv *** qrs ***"
+    assert not Masker().__bool__()
+    short = Masker()
+    short.add("abc")
+    assert not short and short.mask("abc") == "abc"
