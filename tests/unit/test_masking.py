@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -102,3 +104,26 @@ def test_values_of_four_characters_are_masked_and_shorter_ones_are_not():
     short = Masker()
     short.add("abc")
     assert not short and short.mask("abc") == "abc"
+
+
+def test_a_secret_printed_as_json_or_repr_is_masked_whole():
+    """Issue 31: the JSON- and repr-escaped spellings are the whole secret, first
+    character included (a spelling one character short leaves that character in the
+    log)."""
+    masker = Masker()
+    secret = 'pa"ss\nword'
+    masker.add(secret)
+    assert masker.mask(json.dumps({"pw": secret})) == '{"pw": "***"}'
+    assert masker.mask(repr(secret)) == "'***'"
+    assert masker.mask(repr([secret])) == "['***']"
+    quoted = Masker()
+    quoted.add("it's-secret")
+    assert quoted.mask(repr("it's-secret")) == '"***"'
+
+
+def test_what_is_not_text_is_left_as_it_is():
+    masker = Masker()
+    masker.add(SECRET)
+    assert masker.mask(None) is None
+    assert masker.mask(b"raw " + SECRET.encode()) == b"raw " + SECRET.encode()
+    assert masker.mask(42) == 42
