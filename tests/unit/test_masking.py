@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import io
 import json
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from orchestrator.engine.masking import Masker, mask_outcome
+from orchestrator.engine.masking import MaskedStream, Masker, mask_outcome
 from orchestrator.engine.tasklog import CappedLog
 
 SECRET = "s3cr3t-Valu3"
@@ -127,3 +128,29 @@ def test_what_is_not_text_is_left_as_it_is():
     assert masker.mask(None) is None
     assert masker.mask(b"raw " + SECRET.encode()) == b"raw " + SECRET.encode()
     assert masker.mask(42) == 42
+
+
+def test_the_masked_stream_holds_back_only_what_may_begin_a_secret():
+    """Issue 31: MaskedStream (what `tasks test` prints a try's output through) had no
+    test of its own. Text that cannot begin a secret is written at once; the end of a
+    write that may begin one waits for the next write (the second of two "s" begins
+    it here), or for flush, which writes it as it is."""
+    out = io.StringIO()
+    masker = Masker()
+    masker.add("s3cret!")
+    stream = MaskedStream(out, masker)
+    assert stream.writable()
+    assert stream.write("call sx ") == len("call sx ")
+    assert out.getvalue() == "call sx "  # "sx" begins no secret
+    stream.write("pw=s")
+    assert out.getvalue() == "call sx pw="
+    stream.write("s3c")
+    assert out.getvalue() == "call sx pw=s"
+    stream.write("ret! ok ")
+    assert out.getvalue() == "call sx pw=s*** ok "
+    stream.write("tail s3")
+    stream.flush()
+    assert out.getvalue() == "call sx pw=s*** ok tail s3"
+    plain = io.StringIO()
+    MaskedStream(plain, Masker()).write("no secret known: s3cret!")
+    assert plain.getvalue() == "no secret known: s3cret!"
