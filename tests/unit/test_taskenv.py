@@ -6,7 +6,7 @@ import pickle
 
 import pytest
 
-from orchestrator.engine.taskenv import EnvPolicy
+from orchestrator.engine.taskenv import EnvPolicy, secret_setting_names
 from orchestrator.settings import Settings
 
 WORKER_ENV = {
@@ -84,3 +84,52 @@ def test_task_env_extra_adds_to_the_defaults():
     kept = EnvPolicy.for_settings(settings).filter(WORKER_ENV)
     assert {"PATH", "HOME", "EDITOR", "APP_MODE", "APP_SECRET"} <= set(kept)
     assert "AWS_SECRET_ACCESS_KEY" not in kept and "ORCHESTRATOR_DAGS_FOLDER" not in kept
+
+
+def test_specificity_counts_the_characters_that_are_not_stars():
+    """Issue 31: APP_MO* (6 such characters) beats APP_*_* (5), though the allow
+    pattern is longer counting its stars."""
+    policy = EnvPolicy.from_settings("APP_MO*", "APP_*_*")
+    assert policy.filter({"APP_MODE_X": "1", "APP_RUN_X": "2"}) == {"APP_RUN_X": "2"}
+    assert EnvPolicy.from_settings("APP_*_*", "APP_MO*").filter({"APP_MODE_X": "1"}) == {
+        "APP_MODE_X": "1"
+    }
+
+
+def test_a_settings_value_is_withheld_only_from_a_secret_setting_of_six_characters_or_more():
+    """Issue 31: a task may see a variable whose value equals a setting that is no
+    secret (the DAGs folder), and a named non-secret setting it is allowed; a copy of a
+    secret setting's value is withheld from six characters on (shorter ones would
+    withhold every variable that happens to say the same short word)."""
+    environ = {
+        "ORCHESTRATOR_DAGS_FOLDER": "/srv/dags",
+        "ORCHESTRATOR_TASK_ENV_ALLOW": "*",
+        "ORCHESTRATOR_TASK_ENV_DENY": "",
+        "ORCHESTRATOR_TASK_ENV_EXTRA": "ORCHESTRATOR_DAGS_FOLDER",
+    }
+    for token, withheld in (("abcdef", True), ("abcde", False)):
+        settings = Settings.load(environ | {"ORCHESTRATOR_METRICS_TOKEN": token}, cwd="/srv")
+        policy = EnvPolicy.for_settings(settings)
+        kept = policy.filter(
+            {"DAGS": "/srv/dags", "COPY": token, "ORCHESTRATOR_DAGS_FOLDER": "/srv/dags"}
+        )
+        assert kept["DAGS"] == "/srv/dags" and kept["ORCHESTRATOR_DAGS_FOLDER"] == "/srv/dags"
+        assert ("COPY" not in kept) is withheld, token
+
+
+def test_a_task_process_drops_what_it_may_not_inherit_from_its_own_environment(monkeypatch):
+    import orchestrator.engine.taskenv as taskenv
+
+    environ = {"PATH": "/usr/bin", "EDITOR": "vi", "ORCHESTRATOR_DATABASE_URL": "postgresql://x"}
+    monkeypatch.setattr(taskenv.os, "environ", environ)
+    EnvPolicy.from_settings("ORCHESTRATOR_*", "PATH,EDITOR").apply_to_this_process()
+    assert environ == {"PATH": "/usr/bin", "EDITOR": "vi"}
+
+
+def test_the_secret_settings_are_named_by_the_words_in_their_names():
+    names = ["dags_folder", "metrics_token", "web_password", "secrets_key", "lease_seconds"]
+    assert secret_setting_names(names) == (
+        "ORCHESTRATOR_METRICS_TOKEN",
+        "ORCHESTRATOR_WEB_PASSWORD",
+        "ORCHESTRATOR_SECRETS_KEY",
+    )
