@@ -32,6 +32,8 @@ TARGETS: dict[str, list[str]] = {
     "orchestrator/scheduling/mapping.py": [
         "tests/unit/scheduling/test_mapping_rules.py",
         "tests/unit/authoring/test_mapped.py",
+        # UNMAPPED (the placeholder's map index) is only exercised by the store
+        f"{INTEGRATION}/test_mapping.py::test_mapped_task_runs_one_instance_per_item_and_reducer_gets_list",
     ],
     # -- the fenced store writes ---------------------------------------------------------
     "orchestrator/store/tasks/finish.py": [

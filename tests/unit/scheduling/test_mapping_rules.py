@@ -156,3 +156,21 @@ def test_a_mapped_instance_cannot_read_the_whole_list_it_is_mapped_over():
     with pytest.raises(KeyError, match="instance 2 gets its item as an argument"):
         ctx.upstream("list_files")
     assert ctx.template_vars("UTC")["map_index"] == 2
+
+
+def test_collected_results_come_in_map_order_whatever_order_they_are_read_in():
+    """Issue 31: ordered by map index, not by value."""
+    assert collect([(2, "a"), (0, "c"), (1, "b")]) == ["c", "b", "a"]
+    assert collect([(1, 0), (0, 9)]) == [9, 0]
+
+
+def test_what_a_bad_value_is_is_said_with_a_preview_of_forty_characters():
+    """Issue 31: a string is shown by its first 40 characters, a list by its length."""
+    spec = _expand(path={"task": "ls"})
+    text = "x" * 39 + "yz-and-more"
+    with pytest.raises(MapError) as raised:
+        map_items(spec, {"path": text}, limit=10, task_id="t")
+    assert f"a string ({text[:40]!r})" in str(raised.value)
+    kwargs = {"kind": "expand_kwargs", "args": [["*", {"task": "pairs"}]], "partial": {}}
+    [bad] = map_items(kwargs, {"*": [[1, 2]]}, limit=10, task_id="t")
+    assert isinstance(bad, BadItem) and "item 0 is a list of 2" in bad.error
