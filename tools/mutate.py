@@ -29,43 +29,9 @@ import shutil
 import subprocess
 import sys
 import time
-import tomllib
-from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-STATE = ROOT / ".mutation"
-EQUIVALENTS = ROOT / "tools" / "mutation_equivalents.toml"
-
-
-@dataclass(frozen=True)
-class Outcome:
-    killed: int
-    survived: list[dict]  # {"job", "operator", "line", "diff", "why" (equivalent) or None}
-    incompetent: int
-    total: int
-    pending: int = 0  # mutants not run yet
-
-    @property
-    def equivalent(self) -> list[dict]:
-        return [s for s in self.survived if s["why"]]
-
-    @property
-    def live(self) -> list[dict]:
-        return [s for s in self.survived if not s["why"]]
-
-    def ratio(self) -> str:
-        tested = self.killed + len(self.survived)
-        if not tested:
-            return "no mutant tested"
-        raw = self.killed / tested
-        real = tested - len(self.equivalent)
-        adjusted = self.killed / real if real else 1.0
-        return (
-            f"{self.killed}/{tested} killed ({raw:.0%}); "
-            f"{len(self.equivalent)} equivalent; "
-            f"{self.killed}/{real} of the non-equivalent ({adjusted:.0%})"
-        )
+from tools.mutation_report import ROOT, STATE, Outcome, report, summary
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -148,16 +114,16 @@ def run(
     from cosmic_ray.work_db import WorkDB, use_db
     from cosmic_ray.work_item import WorkerOutcome, WorkResult
 
-    from tools import mutation_operators
+    from tools import mutation_operators, mutation_runner
 
     mutation_operators.install()
-    _forking_runner()
+    mutation_runner.install()
     home = STATE / module.replace("/", "_").removesuffix(".py")
     tree, session, stamp = home / "tree", home / "session.sqlite", home / "stamp.json"
     source_hash = hashlib.sha256((ROOT / module).read_bytes()).hexdigest()
     want = {"source": source_hash, "tests": tests}
     if report_only:
-        return _report(session, module)
+        return report(session, module)
     home.mkdir(parents=True, exist_ok=True)
     _copy_checkout(tree)
     if rerun_survivors and session.exists():
@@ -206,77 +172,7 @@ def run(
                 flush=True,
             )
     os.chdir(ROOT)
-    return _report(session, module)
-
-
-_PRELOAD = (
-    "pytest", "sqlalchemy", "sqlalchemy.dialects.postgresql", "sqlalchemy.dialects.sqlite",
-    "flask", "jinja2", "jinja2.sandbox", "alembic.command", "croniter", "networkx", "requests",
-    "psycopg", "cryptography.fernet", "prometheus_client", "waitress",
-)  # fmt: skip
-
-
-def _forking_runner() -> None:
-    """Make cosmic-ray run each mutant's tests in a process forked from this one, which
-    has imported the third-party libraries (never ``orchestrator``, ``webui`` or
-    ``tests``: the child imports those from the tree, mutant included). Under load this
-    saves most of a test process's start-up."""
-    import importlib
-    import signal
-    import tempfile
-    import types
-
-    import cosmic_ray.mutating
-    from cosmic_ray.work_item import TestOutcome
-
-    for name in _PRELOAD:
-        with contextlib.suppress(ImportError):
-            importlib.import_module(name)
-    assert not any(m.split(".")[0] in ("orchestrator", "webui", "tests") for m in sys.modules)
-
-    def run_tests(command: str, timeout: float):
-        argv = shlex.split(command)
-        root, args = argv[4], argv[5:]  # python -m tools.mutation_pytest --root ROOT ...
-        with tempfile.TemporaryFile() as out:
-            pid = os.fork()
-            if pid == 0:  # the child: its own process group, for the processes it starts
-                code = 3
-                try:
-                    os.setsid()
-                    os.dup2(out.fileno(), 1)
-                    os.dup2(out.fileno(), 2)
-                    from tools.mutation_pytest import run_in
-
-                    # no __main__ to re-import in the processes the tests spawn
-                    sys.modules["__main__"] = types.ModuleType("__main__")
-
-                    code = run_in(root, args)
-                except BaseException:
-                    import traceback
-
-                    traceback.print_exc()
-                finally:
-                    sys.stdout.flush()
-                    sys.stderr.flush()
-                    os._exit(code)
-            deadline = time.monotonic() + timeout
-            while True:
-                done, status = os.waitpid(pid, os.WNOHANG)
-                if done:
-                    break
-                if time.monotonic() > deadline:
-                    os.killpg(pid, signal.SIGKILL)
-                    os.waitpid(pid, 0)
-                    return TestOutcome.KILLED, "timeout"
-                time.sleep(0.05)
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(pid, signal.SIGKILL)  # what the tests left running
-            out.seek(0)
-            text = out.read().decode("utf-8", "replace")
-        code = os.waitstatus_to_exitcode(status)
-        return (TestOutcome.KILLED if code else TestOutcome.SURVIVED), text
-
-    cosmic_ray.mutating.run_tests = run_tests
+    return report(session, module)
 
 
 def _verdict(result) -> str:
@@ -362,56 +258,15 @@ def _position(item) -> tuple:
     return (spec.start_pos, spec.operator_name, spec.occurrence)
 
 
-def summary(targets: dict[str, list[str]]) -> str:
-    """One markdown row per module with a run: mutants, before, after, equivalent, left."""
-    import contextlib
-    import io
-
-    rows = [
-        "| module | mutants | killed before | killed after | equivalent | after, of the non-equivalent | left |",
-        "|---|---|---|---|---|---|---|",
-    ]  # fmt: skip
-    for module in targets:
-        home = STATE / module.replace("/", "_").removesuffix(".py")
-        if not (home / "session.sqlite").exists():
-            rows.append(f"| `{module}` | not run yet | | | | | |")
-            continue
-        with contextlib.redirect_stdout(io.StringIO()):
-            outcome = _report(home / "session.sqlite", module)
-        tested = outcome.killed + len(outcome.survived)
-        before = "-"
-        if (home / "before.json").exists():
-            verdicts = json.loads((home / "before.json").read_text())
-            killed = sum(v == "killed" for v in verdicts.values())
-            counted = sum(v in ("killed", "survived") for v in verdicts.values())
-            before = f"{killed}/{counted} ({killed / counted:.0%})" if counted else "-"
-        real = tested - len(outcome.equivalent)
-        adjusted = f"{outcome.killed}/{real} ({outcome.killed / real:.0%})" if real else "-"
-        done = f" (partial: {outcome.pending} not run)" if outcome.pending else ""
-        rows.append(
-            f"| `{module}`{done} | {outcome.total} | {before} | "
-            f"{outcome.killed}/{tested} ({outcome.killed / tested:.0%}) | "
-            f"{len(outcome.equivalent)} | {adjusted} | {len(outcome.live)} |"
-        )
-    rows += ["", "Equivalent mutants (tools/mutation_equivalents.toml):", ""]
-    for module in targets:
-        for e in _equivalents(module):
-            rows.append(
-                f"- `{module}`, {e['operator']}: `{e['line']}` into `{e.get('becomes', '?')}`: {e['why']}"
-            )
-    return "\n".join(rows)
-
-
 def _forget_survivors(session: Path, keep: Path, module: str) -> None:
     """Drop the results of the surviving mutants, so they run again; the report as it
     stood is kept in ``keep``."""
-    import contextlib
     import io
     import sqlite3
 
     text = io.StringIO()
     with contextlib.redirect_stdout(text):
-        _report(session, module)
+        report(session, module)
     keep.write_text(text.getvalue())
     with contextlib.closing(sqlite3.connect(session)) as db, db:
         gone = db.execute(
@@ -434,73 +289,6 @@ def _copy_checkout(tree: Path) -> None:
             dst = tree / name
             dst.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, dst)
-
-
-def _equivalents(module: str) -> list[dict]:
-    if not EQUIVALENTS.exists():
-        return []
-    entries = tomllib.loads(EQUIVALENTS.read_text()).get("equivalent", [])
-    return [e for e in entries if e["module"] == module]
-
-
-def _mutated_line(diff: str) -> tuple[str, str]:
-    """(the first removed line, the first added line) of a mutant's diff, stripped."""
-    removed = [
-        x[1:].strip() for x in diff.splitlines() if x.startswith("-") and not x.startswith("---")
-    ]
-    added = [
-        x[1:].strip() for x in diff.splitlines() if x.startswith("+") and not x.startswith("+++")
-    ]
-    return (removed[0] if removed else "", added[0] if added else "")
-
-
-def _report(session: Path, module: str) -> Outcome:
-    from cosmic_ray.work_db import WorkDB, use_db
-    from cosmic_ray.work_item import TestOutcome, WorkerOutcome
-
-    if not session.exists():
-        raise SystemExit(f"no run of {module} yet")
-    known = _equivalents(module)
-    killed = incompetent = total = skipped = 0
-    survived = []
-    with use_db(str(session), WorkDB.Mode.open) as db:
-        for item, result in db.completed_work_items:
-            if result.worker_outcome == WorkerOutcome.SKIPPED:
-                skipped += 1
-                continue  # an operator dropped since the run began
-            total += 1
-            if result.worker_outcome != WorkerOutcome.NORMAL:
-                incompetent += 1
-                continue
-            if result.test_outcome == TestOutcome.KILLED:
-                killed += 1
-                continue
-            if result.test_outcome == TestOutcome.INCOMPETENT:
-                incompetent += 1
-                continue
-            mutation = item.mutations[0]
-            before, after = _mutated_line(result.diff)
-            why = next(
-                (e["why"] for e in known
-                 if e["operator"] == mutation.operator_name and e["line"] == before
-                 and e.get("becomes", after) == after),
-                None,
-            )  # fmt: skip
-            survived.append({
-                "job": item.job_id, "operator": mutation.operator_name,
-                "at": f"{module}:{mutation.start_pos[0]}", "line": before, "becomes": after,
-                "diff": result.diff, "why": why,
-            })  # fmt: skip
-        pending = db.num_work_items - skipped - total
-    survived.sort(key=lambda s: int(s["at"].rsplit(":", 1)[1]))
-    outcome = Outcome(killed, survived, incompetent, total, pending)
-    print(f"\n{module}: {outcome.ratio()}; {incompetent} not testable (the mutant would not run)")
-    for s in outcome.live:
-        print(f"\nSURVIVED {s['operator']} at {s['at']}")
-        print(s["diff"].rstrip())
-    for s in outcome.equivalent:
-        print(f"equivalent: {s['operator']} at {s['at']}: {s['why']}")
-    return outcome
 
 
 if __name__ == "__main__":
