@@ -105,13 +105,16 @@ def _run_with_queued_task(harness, write_dag) -> str:
     return run.run_id
 
 
+@pytest.mark.parametrize("last", ["execute", "executemany"])
 @pytest.mark.parametrize("database_url", ["postgres"], indirect=True)
 def test_a_session_frozen_in_a_transaction_loses_its_locks_and_the_waiter_retries(
-    harness, write_dag, settings, database_url
+    harness, write_dag, settings, database_url, last
 ):
     """A holder that stops talking inside a transaction (a SIGSTOPped worker) is ended
     by the server after the idle bound; the scheduler's bounded lock waits end with a
-    retryable error in the meantime, and its next tick goes through."""
+    retryable error in the meantime, and its next tick goes through. Also when the
+    holder's last statement was an ``executemany`` (psycopg's pipeline left the session
+    with no idle bound, issue 32)."""
     run_id = _run_with_queued_task(harness, write_dag)
     tight = settings.with_(lease_seconds=3.0, heartbeat_seconds=1.0)  # bounds of 0.5 s
     frozen = Store(database_url, settings=tight)
@@ -137,6 +140,11 @@ def test_a_session_frozen_in_a_transaction_loses_its_locks_and_the_waiter_retrie
         conn.execute(
             select(m.dag_runs.c.id).where(m.dag_runs.c.run_id == run_id).with_for_update()
         ).all()
+        if last == "executemany":
+            conn.execute(
+                text("UPDATE dag_runs SET run_id = run_id WHERE run_id = :r"),
+                [{"r": run_id}, {"r": "no such run"}],
+            )
         thread = threading.Thread(target=tick_until_through, daemon=True)
         thread.start()
         thread.join(15)  # without bounds the tick waits on the lock as long as we sleep

@@ -181,6 +181,8 @@ def make_engine(url: str, *, options: DbOptions | None = None, **kwargs: Any) ->
         engine = create_engine(parsed, connect_args=connect_args, **kwargs)
         if not kwargs.get("pool_pre_ping"):
             _ping_when_idle(engine)
+        if options.idle_in_transaction_timeout:
+            _rearm_idle_timeout_after_executemany(engine)
         return engine
     raise ConfigError(
         f"database URL {url!r}: only sqlite:/// and postgresql+psycopg:// are supported"
@@ -217,6 +219,26 @@ def _ping_when_idle(engine: Engine) -> None:
             dbapi_conn.rollback()
         except Exception as exc:
             raise DisconnectionError(f"stale pooled connection: {exc}") from exc
+
+
+def _rearm_idle_timeout_after_executemany(engine: Engine) -> None:
+    """Give a session its idle-in-transaction bound back after every ``executemany``.
+
+    psycopg 3 sends an ``executemany`` through libpq's pipeline mode, whose last
+    message (a flush request) reaches the server after the pipeline's Sync. PostgreSQL
+    disarms ``idle_in_transaction_session_timeout`` whenever it reads a message and
+    re-arms it only when it reports ready for a query, which a flush request does not
+    make it do: a session that stops right after an ``executemany`` (its process frozen
+    by SIGSTOP, a paused VM) keeps its row locks with no bound at all, and every writer
+    of those rows waits until it wakes (issue 32; ``tests/system/test_frozen_worker.py``).
+    One trivial statement after the pipeline (a round trip) ends with a ready-for-query,
+    and so re-arms the bound before control returns to the caller.
+    """
+
+    @event.listens_for(engine, "after_cursor_execute")
+    def _after(conn: Any, cursor: Any, _stmt: Any, _params: Any, _ctx: Any, many: bool) -> None:
+        if many:
+            cursor.connection.execute("SELECT 1").close()
 
 
 def _configure_sqlite(engine: Engine, synchronous: str = "FULL") -> None:
