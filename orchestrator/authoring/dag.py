@@ -19,12 +19,16 @@ A DAG file builds DAG objects; nothing here touches the database. Mistakes raise
 
         archive = dag.shell("archive", "tar czf /tmp/{{ ds }}.tgz /etc/hostname")
         extract >> load >> archive
+
+The pieces live beside it: the task (``task_node.py``), ``@task`` and its kinds
+(``decorators.py``), what a file is building now (``building.py``) and the shared option
+checks (``option_checks.py``); this module keeps the DAG and re-exports their names, so
+``orchestrator.authoring.dag`` still offers everything it did.
 """
 
 from __future__ import annotations
 
 import importlib
-import re
 from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta
 from typing import Any
@@ -37,77 +41,46 @@ from orchestrator.authoring.alerts import alert_options
 from orchestrator.authoring.assets import (  # Asset... re-exported: orchestrator's names
     Asset,  # noqa: F401
     AssetOrTimeSchedule,  # noqa: F401
-    outlet_list,
     split_schedule,
 )
+from orchestrator.authoring.building import (  # noqa: F401 - re-exported (loader, task_group)
+    _active,
+    _created,
+    _current_group,
+    _groups,
+    _loading,
+)
+from orchestrator.authoring.decorators import (  # noqa: F401 - public: orchestrator.task...
+    _make_task_decorator,
+    setup,
+    task,
+    teardown,
+)
 from orchestrator.authoring.http_request import HttpSpecError, http_spec
-from orchestrator.authoring.mapped import ParamRef, Partial, check_partial, declare
+from orchestrator.authoring.mapped import ParamRef
+from orchestrator.authoring.option_checks import (  # noqa: F401 - re-exported (sensors, groups)
+    ID_PATTERN,
+    ID_RULE,
+    _as_timedelta,
+    _check_id,
+    _lost_bound,
+)
 from orchestrator.authoring.params import Param  # noqa: F401 - public: orchestrator.Param
 from orchestrator.authoring.params import declare as declare_params
-from orchestrator.authoring.python_env import function_source, python_env_options
 from orchestrator.authoring.sensor import (  # issue 15
     PokeReturnValue,  # noqa: F401 - public: orchestrator.PokeReturnValue
-    SensorSpecError,
-    sensor_options,
-    split_sensor_options,
 )
-from orchestrator.authoring.task_controls import SKIP_EXIT_CODE
-from orchestrator.authoring.task_templates import (
-    check_dag_templates,
-    check_shell_command,
-    env_option,
-    template_file,
-)
+from orchestrator.authoring.task_node import Task
+from orchestrator.authoring.task_templates import check_dag_templates
 from orchestrator.authoring.template_check import user_templates
 from orchestrator.authoring.templating import TemplateRenderError
 from orchestrator.authoring.where import caller as _caller
 from orchestrator.authoring.where import definition_error as _fail
-from orchestrator.authoring.wiring import Wiring
 from orchestrator.scheduling.asset_conditions import AssetAll, AssetAny  # noqa: F401
-from orchestrator.scheduling.retry import RetryPolicy
 from orchestrator.scheduling.schedule import Schedule, ScheduleError, parse_schedule
-from orchestrator.scheduling.trigger_rules import TriggerRule
 
-# every id (dag, task, queue, pool): 1-250 ASCII letters, digits, '_', '.', '-', not
-# starting with '.' or '-'; matched whole (fullmatch), so no trailing newline slips through
-ID_PATTERN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]{0,249}")
-ID_RULE = "1 to 250 letters, digits, '_', '.' or '-', not starting with '.' or '-'"
 MISFIRE_POLICIES = ("backfill", "coalesce", "skip")
 OVERLAP_POLICIES = ("queue", "skip", "allow", "replace", "buffer_one")
-
-_active: list[DAG] = []
-_created: list[DAG] = []  # every DAG built; the loader reads and clears it
-_loading: list[str] = []  # the DAG files the loader is importing now (dag.test() refuses)
-# issue 14: the TaskGroups being built, innermost last (authoring/task_group.py pushes
-# them; it imports this module, so groups are known here by their shape only)
-_groups: list[Any] = []
-
-
-def _current_group(dag: DAG) -> Any:
-    return next((g for g in reversed(_groups) if g.dag is dag), None)
-
-
-def _expand_groups(others: list[Any], side: str) -> list[Any]:
-    """``others`` with each task group replaced by its ``side`` (roots or leaves)."""
-    return [x for o in others for x in (o.members(side) if hasattr(o, "members") else [o])]
-
-
-def _check_id(kind: str, value: Any, where: tuple[str | None, int | None]) -> str:
-    if not isinstance(value, str) or not ID_PATTERN.fullmatch(value):
-        raise _fail(f"invalid {kind} {value!r}: an id is {ID_RULE}", where)
-    return value
-
-
-def _as_timedelta(name: str, value: Any, where: tuple[str | None, int | None]) -> timedelta | None:
-    if value is None:
-        return None
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        value = timedelta(seconds=value)
-    if not isinstance(value, timedelta) or value < timedelta(0):
-        raise _fail(
-            f"{name} must be a non-negative timedelta or number of seconds, got {value!r}", where
-        )
-    return value
 
 
 def _search_path(dag_id: str, value: Any, where: tuple[str | None, int | None]) -> list[str]:
@@ -120,268 +93,6 @@ def _search_path(dag_id: str, value: Any, where: tuple[str | None, int | None]) 
             where,
         )
     return folders
-
-
-def _or_default(value: timedelta | None, default: timedelta | None) -> timedelta | None:
-    return default if value is None else value
-
-
-def _lost_bound(what: str, value: Any, where: tuple[str | None, int | None]) -> int | None:
-    if value is None:
-        return None
-    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise _fail(f"{what}: max_lost_tries must be an integer >= 0, got {value!r}", where)
-    return value
-
-
-class Task(Wiring):
-    """One node of a DAG: a Python callable or a templated shell command.
-
-    Create tasks with :func:`task` or :meth:`DAG.shell`, then wire them with
-    ``a >> b`` (b runs after a), ``a << b``, and lists: ``a >> [b, c] >> d``.
-    """
-
-    def __init__(
-        self,
-        dag: DAG,
-        task_id: str,
-        *,
-        fn: Callable[..., Any] | None = None,
-        command: str | None = None,
-        http: dict[str, Any] | None = None,
-        response_check: Callable[..., Any] | None = None,
-        retries: int | None = None,
-        retry_delay: timedelta | float | None = None,
-        retry_exponential: bool | None = None,
-        max_retry_delay: timedelta | float | None = None,
-        max_lost_tries: int | None = None,
-        timeout: timedelta | float | None = None,
-        trigger_rule: str = "all_success",
-        queue: str | None = None,
-        pool: str | None = None,
-        pool_slots: int = 1,
-        description: str | None = None,
-        env: dict[str, str] | None = None,
-        alerts: Iterable[Any] | None = None,
-        on_failure: Callable[..., Any] | None = None,
-        on_retry: Callable[..., Any] | None = None,
-        branch: bool = False,
-        python_env: dict[str, Any] | None = None,
-        outlets: Iterable[Any] | None = None,
-        # issue 14: task controls (authoring/task_controls.py)
-        on_success: Callable[..., Any] | None = None,
-        on_execute: Callable[..., Any] | None = None,
-        priority_weight: int = 1,
-        depends_on_past: bool = False,
-        max_active_tis_per_dag: int | None = None,
-        skip_on_exit_code: int | None = SKIP_EXIT_CODE,
-        sensor: dict[str, Any] | None = None,
-        check: dict[str, Any] | None = None,
-        where: tuple[str | None, int | None] | None = None,
-    ) -> None:
-        where = where or _caller()
-        self.fileloc, self.lineno = where
-        self.task_id = _check_id("task_id", task_id, where)
-        # issue 15: the assets each successful try records an event for
-        self.outlets = outlet_list(outlets, task_id, where)
-        group = _current_group(dag)  # issue 14: inside a TaskGroup the id is "group.id"
-        self.group = group.path if group is not None else None
-        if group is not None:
-            self.task_id = _check_id("task_id", group.child_id(task_id), where)
-        self.dag = dag
-        self.fn = fn
-        self.command = command
-        self.command_file: str | None = None  # issue 25: a .sh/.sql template file's path
-        self.http = http  # the request of an HTTP task (authoring/http_request.py)
-        self.response_check = response_check
-        self.kind = "python" if fn is not None else "http" if http is not None else "shell"
-        # a sensor (issue 15): its options (authoring/sensor.py); a built-in one's
-        # declarative check, evaluated by the worker (kind "check")
-        self.check = check
-        if check is not None:
-            self.kind = "check"
-        self.sensor = _sensor_of(task_id, sensor, where) if sensor is not None else None
-        retries = dag.default_retries if retries is None else retries
-        if not isinstance(retries, int) or isinstance(retries, bool) or retries < 0:
-            raise _fail(
-                f"task {task_id!r}: retries must be an integer >= 0, got {retries!r}", where
-            )
-        self.retries = retries
-        # "is None", not "or": an explicit 0 (retry at once) must not fall back to the default
-        self.retry_delay = _or_default(
-            _as_timedelta("retry_delay", retry_delay, where), dag.retry_delay
-        )
-        self.retry_exponential = (
-            dag.retry_exponential if retry_exponential is None else bool(retry_exponential)
-        )
-        self.max_retry_delay = _or_default(
-            _as_timedelta("max_retry_delay", max_retry_delay, where), dag.max_retry_delay
-        )
-        # tries lost to infrastructure retried without spending retries; None: the
-        # setting ORCHESTRATOR_MAX_LOST_TRIES, read where the loss is recorded
-        self.max_lost_tries = _lost_bound(
-            f"task {task_id!r}", _or_default(max_lost_tries, dag.max_lost_tries), where
-        )
-        self.timeout = _or_default(_as_timedelta("timeout", timeout, where), dag.default_timeout)
-        try:
-            self.trigger_rule = TriggerRule(trigger_rule).value
-        except ValueError:
-            rules = ", ".join(r.value for r in TriggerRule)
-            raise _fail(
-                f"task {task_id!r}: unknown trigger_rule {trigger_rule!r} (one of: {rules})", where
-            ) from None
-        self.queue = _check_id("queue", queue or dag.default_queue, where)
-        # a pool caps how many tasks in it run at once, across all workers
-        self.pool = _check_id("pool", pool, where) if pool is not None else None
-        if not isinstance(pool_slots, int) or isinstance(pool_slots, bool) or pool_slots < 1:
-            raise _fail(f"task {task_id!r}: pool_slots must be an integer >= 1", where)
-        self.pool_slots = pool_slots
-        self.description = description
-        # issue 25: env values are templates (files too), rendered for each try
-        self.env, self.env_files = env_option(dag, task_id, env, where)
-        self.user_templates = False  # its templates use user_defined_macros/filters
-        # a branch task returns the task id (or list of ids) of the direct downstream
-        # tasks to follow; its other direct downstream tasks are skipped
-        self.branch = bool(branch)
-        if self.branch and fn is None:
-            raise _fail(f"task {task_id!r}: only a Python task can be a branch", where)
-        hooks = {"on_failure": on_failure, "on_retry": on_retry}
-        hooks.update(on_success=on_success, on_execute=on_execute)  # run in the task process
-        controls = task_controls.task_options(
-            self.task_id,
-            priority_weight=priority_weight,
-            depends_on_past=depends_on_past,
-            max_active_tis_per_dag=max_active_tis_per_dag,
-            skip_on_exit_code=skip_on_exit_code,
-            where=where,
-        )
-        self.priority_weight: int = controls["priority_weight"]
-        self.depends_on_past: bool = controls["depends_on_past"]
-        self.max_active_tis_per_dag: int | None = controls["max_active_tis_per_dag"]
-        self.skip_on_exit_code: int | None = controls["skip_on_exit_code"]
-        self.alerts, _, self.callbacks = alert_options(
-            f"task {task_id!r}", alerts, None, hooks, where
-        )
-        if command is not None:
-            if not isinstance(command, str) or not command.strip():
-                raise _fail(f"task {task_id!r}: command must be a non-empty string", where)
-            self.command, self.command_file = template_file(dag, task_id, command, where)
-            check_shell_command(task_id, self.command, self.command_file, where)
-        # @task.virtualenv / @task.external_python: the interpreter it runs in, and the
-        # function's source for it (authoring/python_env.py)
-        self.python_env = python_env
-        self.python_source = (
-            function_source(fn, f"task {task_id!r}", where) if python_env and fn else None
-        )
-        self.upstream_ids: set[str] = set()
-        self.mapping: dict[str, Any] | None = None  # set by expand (authoring/mapped.py)
-        # issue 25: setup and teardown tasks (authoring/setup_teardown.py)
-        self.is_setup = False
-        self.is_teardown = False
-        self.on_failure_fail_dagrun = False
-        self._pending_upstream: list[tuple[str, tuple[str | None, int | None]]] = []
-        dag._add(self, where)
-
-    @property
-    def retry_policy(self) -> RetryPolicy:
-        return RetryPolicy.of(self)
-
-    # -- mapping (authoring/mapped.py) -------------------------------------------
-    def partial(self, **fixed: Any) -> Partial:
-        """Fix some arguments of a task to be mapped: ``t.partial(a=1).expand(b=src)``."""
-        where = _caller()
-        return Partial(self, check_partial(self, fixed, where), where)
-
-    def expand(self, **sources: Any) -> Task:
-        """Map this task over lists: one task instance per item (their cross product)."""
-        return declare(self, "expand", sources, {}, _caller())
-
-    def expand_kwargs(self, source: Any) -> Task:
-        """Map this task over a list of dicts: one task instance per dict."""
-        return declare(self, "expand_kwargs", {"*": source}, {}, _caller())
-
-    # -- setup and teardown (authoring/setup_teardown.py) -------------------------
-    def as_setup(self) -> Task:
-        """Make this a setup task: ``create.as_setup() >> work``; returns the task."""
-        return setup_teardown.mark_setup(self, _caller())
-
-    def as_teardown(
-        self, *, setups: Any = None, on_failure_fail_dagrun: bool | None = None
-    ) -> Task:
-        """Make this a teardown task (of ``setups``, a task or a list, each made a setup
-        and wired before it): ``work >> delete.as_teardown(setups=create)``. It runs
-        when its setup ran, whatever happened between; its failure fails the run only
-        with ``on_failure_fail_dagrun=True``. Returns the task."""
-        ups = [] if setups is None else _as_list(setups)
-        return setup_teardown.mark_teardown(self, ups, on_failure_fail_dagrun, _caller())
-
-    def __enter__(self) -> Task:
-        """``with delete.as_teardown(setups=create):``: see setup_teardown.Scope."""
-        self._scopes = [*getattr(self, "_scopes", []), setup_teardown.Scope(self, _caller())]
-        return self
-
-    def __exit__(self, exc_type: Any, *_: Any) -> None:
-        scope = self._scopes.pop()
-        if exc_type is None:
-            scope.close()
-
-    # -- wiring -----------------------------------------------------------------
-    def _resolve(self, other: Task | str, where: tuple[str | None, int | None]) -> Task | str:
-        if isinstance(other, Task):
-            if other.dag is not self.dag:
-                raise _fail(
-                    f"task {other.task_id!r} belongs to DAG {other.dag.dag_id!r}, "
-                    f"not {self.dag.dag_id!r}",
-                    where,
-                )
-            return other
-        if isinstance(other, str):
-            return other
-        raise _fail(f"cannot set a dependency on {other!r}: expected a task or a task id", where)
-
-    def set_downstream(self, others: Task | str | Iterable[Task | str]) -> None:
-        where = _caller()
-        for other in _expand_groups(_as_list(others), "roots"):
-            other = self._resolve(other, where)
-            if isinstance(other, Task):
-                other.upstream_ids.add(self.task_id)
-            else:
-                self.dag._pending.append((self.task_id, other, where))
-
-    def set_upstream(self, others: Task | str | Iterable[Task | str]) -> None:
-        where = _caller()
-        for other in _expand_groups(_as_list(others), "leaves"):
-            other = self._resolve(other, where)
-            if isinstance(other, Task):
-                self.upstream_ids.add(other.task_id)
-            else:
-                self.dag._pending.append((other, self.task_id, where))
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        """Calling a python task calls its function (handy in unit tests)."""
-        if self.fn is None:
-            raise TypeError(f"{self.kind} task {self.task_id!r} is not callable")
-        return self.fn(*args, **kwargs)
-
-    def __repr__(self) -> str:
-        return f"<Task {self.dag.dag_id}.{self.task_id}>"
-
-
-def _sensor_of(task_id: str, options: dict[str, Any], where: Any) -> dict[str, Any]:
-    try:
-        return sensor_options(**options)
-    except SensorSpecError as exc:
-        raise _fail(f"sensor {task_id!r}: {exc}", where) from None
-    except TypeError as exc:  # an unknown sensor option
-        raise _fail(f"sensor {task_id!r}: {exc}", where) from None
-
-
-def _as_list(value: Any) -> list[Any]:
-    if isinstance(value, Task | str) or hasattr(value, "members"):
-        return [value]
-    if isinstance(value, Iterable):
-        return list(value)
-    return [value]
 
 
 class DAG:
@@ -687,152 +398,3 @@ class DAG:
 
     def __repr__(self) -> str:
         return f"<DAG {self.dag_id}>"
-
-
-def _make_task_decorator(
-    dag: DAG | None, fn: Callable[..., Any] | None, options: dict[str, Any]
-) -> Any:
-    where = _caller()
-
-    def decorate(func: Callable[..., Any]) -> Task:
-        if not callable(func):
-            raise _fail(f"@task needs a function, got {func!r}", where)
-        owner = dag or (_active[-1] if _active else None)
-        # options is not mutated: one task(...) decorator may be applied to several functions
-        rest = {k: v for k, v in options.items() if k != "task_id"}
-        task_id = options.get("task_id") or func.__name__
-        if owner is None:
-            raise _fail(f"task {task_id!r} is defined outside a DAG: use 'with DAG(...):'", where)
-        return Task(owner, task_id, fn=func, where=where, **rest)
-
-    if fn is not None:
-        return decorate(fn)
-    return decorate
-
-
-def task(fn: Callable[..., Any] | None = None, **options: Any) -> Any:
-    """Declare a Python task in the current DAG.
-
-    Use bare (``@task``) or with options (``@task(retries=3, timeout=60)``). The
-    function receives the task context. To make several tasks from one function,
-    give each an id: ``task(task_id=f"load_{n}")(load)``.
-    """
-    return _make_task_decorator(None, fn, options)
-
-
-def _branch(fn: Callable[..., Any] | None = None, **options: Any) -> Any:
-    """``@task.branch``: a task that returns which direct downstream task(s) to follow.
-
-    Return a task id, a list of ids, or None/[] to follow none; every other direct
-    downstream task is skipped, and the skip propagates by trigger rule::
-
-        @task.branch
-        def pick(ctx):
-            return "full_load" if ctx.params["full"] else "delta_load"
-    """
-    return _make_task_decorator(None, fn, {**options, "branch": True})
-
-
-task.branch = _branch  # type: ignore[attr-defined]
-
-
-def _virtualenv(
-    fn: Callable[..., Any] | None = None,
-    *,
-    requirements: Iterable[str] | str | None = None,
-    python: str | None = None,
-    system_site_packages: bool = False,
-    **options: Any,
-) -> Any:
-    """``@task.virtualenv``: run the function in a virtual environment with
-    ``requirements`` installed, built once per requirements set and cached; see
-    :mod:`orchestrator.authoring.python_env`. Takes every task option::
-
-        @task.virtualenv(requirements=["tabulate==0.10.0"], retries=2)
-        def pretty(ctx):
-            import tabulate
-            return tabulate.tabulate(ctx.upstream("load"))
-    """
-    env = python_env_options("virtualenv", requirements, python, system_site_packages, _caller())
-    return _make_task_decorator(None, fn, {**options, "python_env": env})
-
-
-def _external_python(
-    fn: Callable[..., Any] | None = None, *, python: str | None = None, **options: Any
-) -> Any:
-    """``@task.external_python(python="/opt/venvs/x/bin/python")``: run the function with
-    an existing interpreter (its packages, not the worker's)."""
-    env = python_env_options("external_python", None, python, False, _caller())
-    return _make_task_decorator(None, fn, {**options, "python_env": env})
-
-
-task.virtualenv = _virtualenv  # type: ignore[attr-defined]
-task.external_python = _external_python  # type: ignore[attr-defined]
-
-
-def _sensor(fn: Callable[..., Any] | None = None, **options: Any) -> Any:
-    """``@task.sensor``: a task that pokes until its function returns something truthy.
-
-    Takes everything :func:`task` takes (``task_id=``, ``retries=``...) and
-    ``poke_interval`` (required), ``timeout`` (how long it may wait in all, from its
-    first poke; 7 days by default), ``mode`` (``"reschedule"``: between pokes it waits
-    in the store, holding no worker slot; ``"poke"``: it loops inside one try),
-    ``exponential_backoff``, ``max_wait`` and ``soft_fail`` (skip instead of failing
-    on timeout). The truthy value goes downstream as its result; the time limit of
-    one poke is ``execution_timeout``::
-
-        @task.sensor(poke_interval=timedelta(seconds=30), timeout=timedelta(hours=6))
-        def partner_file(ctx):
-            return os.path.exists(f"/data/partner/{ctx.ds}.csv")
-    """
-    sensor, rest = split_sensor_options(options)
-    return _make_task_decorator(None, fn, {**rest, "sensor": sensor})
-
-
-task.sensor = _sensor  # type: ignore[attr-defined]
-
-
-def setup(fn: Any = None, **options: Any) -> Any:
-    """``@setup``: a task that creates what the tasks after it use (Airflow's name).
-
-    On a function it makes a Python task (taking :func:`task`'s options:
-    ``@setup(retries=2)``); on a task it marks that task (``@setup`` over ``@task(...)``).
-    Pair it with a :func:`teardown` that runs after the work (see
-    :mod:`orchestrator.authoring.setup_teardown`)::
-
-        @setup
-        def create_cluster(ctx): ...
-    """
-    where = _caller()
-
-    def mark(obj: Any) -> Task:
-        made = obj if isinstance(obj, Task) else _make_task_decorator(None, obj, options)
-        return setup_teardown.mark_setup(made, where)
-
-    return mark(fn) if fn is not None else mark
-
-
-def teardown(fn: Any = None, *, on_failure_fail_dagrun: bool = False, **options: Any) -> Any:
-    """``@teardown``: a task that removes what a setup created; it runs when its setup
-    ran, whatever happened between, and its failure fails the run only with
-    ``on_failure_fail_dagrun=True``. Wire it after the work and after its setup::
-
-        @teardown
-        def delete_cluster(ctx): ...
-
-        create_cluster >> run_query >> delete_cluster
-        create_cluster >> delete_cluster
-    """
-    where = _caller()
-    if "trigger_rule" in options:
-        raise _fail(
-            f"a teardown's trigger rule is {setup_teardown.TEARDOWN_RULE!r}: drop "
-            f"trigger_rule={options['trigger_rule']!r}",
-            where,
-        )
-
-    def mark(obj: Any) -> Task:
-        made = obj if isinstance(obj, Task) else _make_task_decorator(None, obj, options)
-        return setup_teardown.mark_teardown(made, [], on_failure_fail_dagrun, where)
-
-    return mark(fn) if fn is not None else mark
