@@ -158,6 +158,12 @@ FIELDS: dict[str, tuple[type, Any, str]] = {
         None,
         "PostgreSQL: TCP keepalive idle time on both ends, seconds; default lease_seconds / 6",
     ),
+    "db_slow_statement_seconds": (
+        float,
+        None,
+        "log each database statement slower than this, seconds, naming it and why it gave "
+        "up (a lock wait, a timeout); off by default: for finding what waits on whom",
+    ),
     "health_min_free_mb": (
         float,
         100.0,
@@ -285,6 +291,7 @@ class Settings:
     db_statement_timeout: float | None
     db_idle_in_transaction_timeout: float | None
     db_keepalive_seconds: float | None
+    db_slow_statement_seconds: float | None
     health_min_free_mb: float
     # issue 12: the web server's threads
     web_threads: int

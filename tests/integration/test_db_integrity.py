@@ -161,6 +161,51 @@ def test_a_session_frozen_in_a_transaction_loses_its_locks_and_the_waiter_retrie
 
 
 @pytest.mark.parametrize("database_url", ["postgres"], indirect=True)
+def test_slow_statements_are_named_in_the_log_when_asked(
+    harness, write_dag, settings, database_url, caplog
+):
+    """db_slow_statement_seconds: a statement that waited on a peer's lock is logged with
+    its first words and seconds; one that gave up is logged with its SQLSTATE; without
+    the setting nothing is logged (issue 32's tool for finding the wait)."""
+    run_id = _run_with_queued_task(harness, write_dag)
+    tight = settings.with_(lease_seconds=3.0, heartbeat_seconds=1.0)
+    holder = Store(database_url)  # no bounds: the peer holds its lock as long as it likes
+    watched = Store(database_url, settings=tight.with_(db_slow_statement_seconds=0.1))
+    quiet = Store(database_url, settings=tight)
+    lock = select(m.dag_runs.c.id).where(m.dag_runs.c.run_id == run_id).with_for_update()
+    caplog.set_level(logging.WARNING, logger="orchestrator.store.core.statement_log")
+    try:
+        for store in (watched, quiet):
+            conn = holder.engine.connect()
+            conn.begin()
+            conn.execute(lock).all()
+            releaser = threading.Timer(0.3, conn.rollback)  # the peer lets go after 0.3 s
+            releaser.start()
+            with store.write() as c:  # waits on the peer, then goes through
+                c.execute(lock).all()
+            releaser.join()
+            conn.close()
+        waited = [r.getMessage() for r in caplog.records]
+        assert len(waited) == 1, waited  # the watched store's wait only
+        assert waited[0].startswith("slow statement: ") and "SELECT dag_runs.id" in waited[0]
+        assert float(waited[0].split()[2].rstrip("s")) >= 0.2
+        caplog.clear()
+        conn = holder.engine.connect()
+        conn.begin()
+        conn.execute(lock).all()  # held past the lock bound (0.5 s): the waiter gives up
+        with pytest.raises(DBAPIError), watched.write() as c:
+            c.execute(lock).all()
+        conn.rollback()
+        conn.close()
+        (gave_up,) = [r.getMessage() for r in caplog.records]
+        assert "gave up after" in gave_up and "SQLSTATE 55P03" in gave_up, gave_up
+        assert run_id not in gave_up  # the statement's words, never its parameters
+    finally:
+        for store in (holder, watched, quiet):
+            store.dispose()
+
+
+@pytest.mark.parametrize("database_url", ["postgres"], indirect=True)
 def test_the_scheduler_loop_retries_a_lock_timeout_without_a_traceback(
     harness, write_dag, settings, database_url, caplog
 ):

@@ -29,9 +29,11 @@ from alembic import command
 from alembic.config import Config
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
+from sqlalchemy.engine.interfaces import ExecuteStyle
 from sqlalchemy.exc import DisconnectionError
 
 from orchestrator.errors import ConfigError
+from orchestrator.store.core.statement_log import log_slow_statements
 
 log = logging.getLogger(__name__)
 if TYPE_CHECKING:
@@ -72,6 +74,7 @@ class DbOptions:
     statement_timeout: float | None = None
     idle_in_transaction_timeout: float | None = None
     keepalive_seconds: float | None = None
+    slow_statement_seconds: float | None = None  # log slower statements (statement_log)
 
     @classmethod
     def from_settings(cls, settings: Settings | None) -> DbOptions:
@@ -89,6 +92,7 @@ class DbOptions:
             statement_timeout=pick("db_statement_timeout", 1 / 3, 5.0),
             idle_in_transaction_timeout=pick("db_idle_in_transaction_timeout", 1 / 10, 0.5),
             keepalive_seconds=pick("db_keepalive_seconds", 1 / 6, 1.0),
+            slow_statement_seconds=getattr(settings, "db_slow_statement_seconds", None),
         )
 
     def postgres_connect_args(self, existing_options: str | None = None) -> dict[str, Any]:
@@ -169,6 +173,8 @@ def make_engine(url: str, *, options: DbOptions | None = None, **kwargs: Any) ->
             parsed, connect_args={"timeout": 30, "check_same_thread": False}, **kwargs
         )
         _configure_sqlite(engine, options.sqlite_synchronous)
+        if options.slow_statement_seconds:
+            log_slow_statements(engine, options.slow_statement_seconds)
         return engine
     if parsed.get_backend_name() == "postgresql":
         if "poolclass" not in kwargs:
@@ -181,8 +187,13 @@ def make_engine(url: str, *, options: DbOptions | None = None, **kwargs: Any) ->
         engine = create_engine(parsed, connect_args=connect_args, **kwargs)
         if not kwargs.get("pool_pre_ping"):
             _ping_when_idle(engine)
+        # an INSERT of many rows is one statement of many VALUES (a round trip per 1,000
+        # rows), not psycopg's pipelined executemany (see the next function)
+        engine.dialect.use_insertmanyvalues_wo_returning = True
         if options.idle_in_transaction_timeout:
             _rearm_idle_timeout_after_executemany(engine)
+        if options.slow_statement_seconds:
+            log_slow_statements(engine, options.slow_statement_seconds, BOUNDED_WAIT_SQLSTATES)
         return engine
     raise ConfigError(
         f"database URL {url!r}: only sqlite:/// and postgresql+psycopg:// are supported"
@@ -232,12 +243,13 @@ def _rearm_idle_timeout_after_executemany(engine: Engine) -> None:
     by SIGSTOP, a paused VM) keeps its row locks with no bound at all, and every writer
     of those rows waits until it wakes (issue 32; ``tests/system/test_frozen_worker.py``).
     One trivial statement after the pipeline (a round trip) ends with a ready-for-query,
-    and so re-arms the bound before control returns to the caller.
+    and so re-arms the bound before control returns to the caller. INSERTs of many rows
+    do not need it: they are sent as one statement (``use_insertmanyvalues_wo_returning``).
     """
 
     @event.listens_for(engine, "after_cursor_execute")
-    def _after(conn: Any, cursor: Any, _stmt: Any, _params: Any, _ctx: Any, many: bool) -> None:
-        if many:
+    def _after(conn: Any, cursor: Any, _stmt: Any, _params: Any, ctx: Any, many: bool) -> None:
+        if many and ctx is not None and ctx.execute_style is ExecuteStyle.EXECUTEMANY:
             cursor.connection.execute("SELECT 1").close()
 
 
