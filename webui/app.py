@@ -28,6 +28,7 @@ from orchestrator.store.core.identity import DatabaseGoneError
 from . import formatting, render
 from .current import CLOCK_KEY, LAYOUTS_KEY, SETTINGS_KEY, STORE_KEY
 from .data import GRID_RUNS
+from .inputs import PathInt
 from .layouts import Layouts
 from .roles import current_role, may
 from .secret import load_or_create_secret
@@ -68,6 +69,7 @@ def create_app(
     """
     _check_web_settings(settings)
     app = Flask(__name__)
+    app.url_map.converters["int"] = PathInt  # before any route: every <int:...> is bounded
     app.config.update(
         SECRET_KEY=load_or_create_secret(settings.state_dir),
         SESSION_COOKIE_HTTPONLY=True,

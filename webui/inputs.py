@@ -18,10 +18,24 @@ from collections.abc import Collection, Mapping
 from typing import Any
 
 from flask import request
+from werkzeug.routing import IntegerConverter
 
 from orchestrator.errors import ConfigError
 
 MAX_INT = 2**63 - 1  # a BIGINT: what the database can compare against
+
+
+class PathInt(IntegerConverter):
+    """The app's ``<int:...>`` converter: at most 19 digits and at most ``MAX_INT``, so a
+    path integer the database cannot hold does not match the route (404), never 500."""
+
+    regex = r"\d{1,19}"
+
+    def __init__(self, url_map: Any, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("max", MAX_INT)
+        super().__init__(url_map, *args, **kwargs)
+
+
 _INTEGER = re.compile(r"[+-]?[0-9]{1,19}")
 _TYPE_WORDS = {bool: "true or false", str: "a string", dict: "a JSON object", int: "a whole number"}
 
