@@ -14,7 +14,7 @@ from typing import Any
 
 from orchestrator.authoring.credentials import Connection, connection_from_fields
 from orchestrator.cli.common import Parents, emit, open_store, parse_json_object, whole
-from orchestrator.cli.variables import read_json_file, write_private
+from orchestrator.cli.variables import read_json_file, report_to, where, write_private
 from orchestrator.clock import SystemClock
 from orchestrator.errors import ConfigError, NotFoundError
 from orchestrator.settings import Settings
@@ -47,10 +47,12 @@ def register(sub: Any, parents: Parents) -> None:
     p = parents.add(group, "delete", "delete a connection")
     p.add_argument("name", metavar="NAME")
     p = parents.add(group, "import", "import connections from a JSON file, all or none")
-    p.add_argument("file", metavar="FILE")
+    p.add_argument("file", metavar="FILE", help="the JSON file to read; - for standard input")
     p.add_argument("--overwrite", action="store_true", help="replace connections that exist")
     p = parents.add(group, "export", "write every connection to a JSON file (mode 600)")
-    p.add_argument("file", metavar="FILE")
+    p.add_argument(
+        "file", metavar="FILE", help="the file to write (mode 600); - for standard output"
+    )
     for choice in group.choices.values():
         choice.set_defaults(handler=cmd_connections)
 
@@ -137,9 +139,9 @@ def cmd_connections(args: argparse.Namespace, settings: Settings) -> int:
             for name, value in data.items()
         ]  # fmt: skip
         count = store.import_connections(conns, now, box_of(settings), overwrite=args.overwrite)
-        print(f"imported {count} connection(s) from {args.file}")
+        print(f"imported {count} connection(s) from {where(args.file, 'in')}")
         return 0
     conns = store.export_connections(box_of(settings))
     write_private(args.file, {c.conn_id: c.fields() for c in conns})
-    print(f"exported {len(conns)} connection(s) to {args.file}")
+    print(f"exported {len(conns)} connection(s) to {where(args.file)}", file=report_to(args.file))
     return 0

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 from typing import Any
 
 from orchestrator.cli.common import Parents, emit, open_store
@@ -43,7 +44,7 @@ def register(sub: Any, parents: Parents) -> None:
     p = parents.add(group, "delete", "delete a variable")
     p.add_argument("name", metavar="NAME")
     p = parents.add(group, "import", "import variables from a JSON file, all or none")
-    p.add_argument("file", metavar="FILE")
+    p.add_argument("file", metavar="FILE", help="the JSON file to read; - for standard input")
     p.add_argument(
         "--action-on-existing-key",
         choices=("overwrite", "fail", "skip"),
@@ -51,7 +52,9 @@ def register(sub: Any, parents: Parents) -> None:
         help="what to do with a variable that exists already (default: overwrite)",
     )
     p = parents.add(group, "export", "write every variable to a JSON file (mode 600)")
-    p.add_argument("file", metavar="FILE")
+    p.add_argument(
+        "file", metavar="FILE", help="the file to write (mode 600); - for standard output"
+    )
     for choice in group.choices.values():
         choice.set_defaults(handler=cmd_variables)
 
@@ -105,7 +108,7 @@ def cmd_variables(args: argparse.Namespace, settings: Settings) -> int:
         count = store.import_variables(
             items, now, box_of(settings), overwrite=args.action_on_existing_key == "overwrite"
         )
-        print(f"imported {count} variable(s) from {args.file}")
+        print(f"imported {count} variable(s) from {where(args.file, 'in')}")
         return 0
     records = store.export_variables(box_of(settings))
     data = {
@@ -118,7 +121,7 @@ def cmd_variables(args: argparse.Namespace, settings: Settings) -> int:
         for r in records
     }
     write_private(args.file, data)
-    print(f"exported {len(data)} variable(s) to {args.file}")
+    print(f"exported {len(data)} variable(s) to {where(args.file)}", file=report_to(args.file))
     return 0
 
 
@@ -150,7 +153,10 @@ def _read_items(path: str) -> list[dict[str, Any]]:
 
 
 def read_json_file(path: str) -> Any:
+    """The JSON in ``path``; ``-`` is standard input."""
     try:
+        if path == "-":
+            return json.load(sys.stdin)
         with open(path, encoding="utf-8") as f:
             return json.load(f)
     except OSError as exc:
@@ -160,9 +166,25 @@ def read_json_file(path: str) -> Any:
 
 
 def write_private(path: str, data: Any) -> None:
-    """Write JSON to ``path``, readable by its owner only (it holds secrets)."""
+    """Write JSON to ``path``, readable by its owner only (it holds secrets); ``-`` is
+    standard output (the caller then reports on standard error, see :func:`report_to`)."""
+    if path == "-":
+        json.dump(data, sys.stdout, indent=2, sort_keys=True)
+        sys.stdout.write("\n")
+        sys.stdout.flush()
+        return
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     os.fchmod(fd, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as f:
         json.dump(data, f, indent=2, sort_keys=True)
         f.write("\n")
+
+
+def where(path: str, direction: str = "out") -> str:
+    """How a message names ``path``: ``-`` is standard output (or input)."""
+    return path if path != "-" else f"standard {'output' if direction == 'out' else 'input'}"
+
+
+def report_to(path: str) -> Any:
+    """Where an export's summary goes: standard error when the data goes to stdout."""
+    return sys.stderr if path == "-" else sys.stdout

@@ -223,3 +223,34 @@ def test_a_bad_import_file_is_refused_whole(cli, store, tmp_path):
     code, _, err = cli("variables", "import", str(tmp_path / "missing.json"))
     assert code == 1 and "cannot read it" in err
     assert store.list_variables() == [] and store.list_connections() == []
+
+
+def test_export_to_dash_writes_standard_output_not_a_file(
+    cli, store, settings, tmp_path, monkeypatch
+):
+    """Issue 24 item 15: ``-`` is standard output, as everywhere; no file named ``-``."""
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
+    assert cli("variables", "set", "api_token", "tok-0123456789")[0] == 0
+    assert cli("connections", "add", "warehouse", "--uri", URI)[0] == 0
+    code, out, err = cli("variables", "export", "-")
+    assert code == 0
+    assert json.loads(out)["api_token"]["value"] == "tok-0123456789"
+    assert "standard output" in err
+    code, out, err = cli("connections", "export", "-")
+    assert code == 0 and json.loads(out)["warehouse"]["password"] == "s3cret-pw"
+    assert list(cwd.iterdir()) == []  # no file named "-"
+
+
+def test_import_from_dash_reads_standard_input(cli, store, settings, tmp_path, monkeypatch):
+    import io
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("sys.stdin", io.StringIO('{"region": "emea"}'))
+    code, out, _ = cli("variables", "import", "-")
+    assert code == 0 and "standard input" in out
+    assert cli("variables", "get", "region")[1] == "emea\n"
+    monkeypatch.setattr("sys.stdin", io.StringIO(json.dumps({"wh": URI})))
+    assert cli("connections", "import", "-")[0] == 0
+    assert store.get_connection("wh", box_of(settings)).password == "s3cret-pw"
