@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.helpers import Harness
 
 NOISY_DAG = r"""
@@ -146,3 +148,25 @@ def test_tasks_logs_streams_a_huge_log_in_constant_memory(harness, settings, wri
     tail, out = _max_rss_kib(settings, run_id, "chatty", "--tail", "2", stdout=subprocess.PIPE)
     assert out == b"second to last\nthe last line\n"
     assert tail < baseline + slack, (baseline, tail)
+
+
+HOSTILE_BYTES = (b"\x1b", b"\x00", b"\x07", b"\r", b"\x9b", "\u009d".encode(), "\u202e".encode())
+
+
+@pytest.mark.parametrize(
+    "extra", [(), ("--tail", "2"), ("--follow",), ("--try", "1"), ("--tail", "2", "--follow")]
+)
+@pytest.mark.parametrize("from_store", [False, True])
+def test_every_way_of_printing_a_log_escapes_on_a_terminal(
+    harness, settings, write_dag, store, extra, from_store
+):
+    """Issue 24 item 14: the tail, --follow, a chosen try and a log read from the store
+    (the try ran on another machine) are escaped on a terminal too."""
+    write_dag("noisy.py", NOISY_DAG)
+    run_id = _finish(harness, "noisy")
+    if from_store:
+        _log_file(store, settings, run_id, "hostile").unlink()
+    out = _logs_on_a_terminal(settings, run_id, "hostile", *extra)
+    assert b"title " in out and b"end" in out
+    for bad in HOSTILE_BYTES:
+        assert bad not in out.replace(b"\r\n", b"\n"), (bad, out[-300:])
