@@ -24,6 +24,7 @@ from orchestrator.engine.scheduler import Scheduler
 from orchestrator.engine.secrets_chain import check_key
 from orchestrator.engine.start_environ import hide_start_environment
 from orchestrator.engine.worker import Worker
+from orchestrator.errors import ConfigError
 from orchestrator.observability.alerts.delivery import start_alert_thread
 from orchestrator.settings import Settings
 from orchestrator.store import Store
@@ -193,6 +194,22 @@ def _thread(name: str, target: Callable[..., None], *args: Any) -> threading.Thr
     return t
 
 
+def check_login_possible(settings: Settings) -> None:
+    """Refuse (ConfigError) a web UI that will need a login while the database holds no
+    user: bound to a non-loopback ``web_host`` or with ``web_login=always``. Asked before
+    anything is migrated, created or started; the database is only read, if it exists."""
+    from orchestrator.store.access.user_store import users_before_migrating
+
+    if settings.web_login != "always" and web_ui("security").is_loopback(settings.web_host):
+        return
+    if users_before_migrating(settings.database_url) == 0:
+        raise ConfigError(
+            f"the web UI on {settings.web_host} requires a login, and there is no user yet: "
+            "run 'orchestrator db upgrade' and 'orchestrator users add NAME' first, or bind "
+            "127.0.0.1; nothing was started or migrated"
+        )
+
+
 def prepare_database(settings: Settings, *, new_database: bool = False) -> None:
     """Create or migrate the schema, refusing to create a new SQLite database where the
     state folder records that one existed (unless ``new_database``), and record it."""
@@ -216,6 +233,7 @@ def standalone(
     (``new_database`` starts an empty one instead).
     """
     create_app, serve = web_ui().create_app, web_ui("server").serve
+    check_login_possible(settings)  # before the database is migrated or a thread starts
     hide_start_environment()  # before any thread: engine/start_environ.py
     clock = clock or SystemClock()
     stop = stop or threading.Event()

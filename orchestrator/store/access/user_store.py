@@ -15,6 +15,7 @@ before is refused on its next request.
 
 from __future__ import annotations
 
+import os
 import re
 from datetime import datetime, timedelta
 
@@ -227,3 +228,25 @@ class UserStore(StoreBase):
         with self.read() as conn:
             rows = conn.execute(select(u.username, u.role, u.created_at).order_by(u.username))
             return [(r.username, r.role, r.created_at) for r in rows]
+
+
+def users_before_migrating(url: str) -> int:
+    """How many web UI users the database at ``url`` holds, without creating, opening
+    for writing or migrating it: 0 for a SQLite file that does not exist yet and for a
+    database nobody has migrated (``standalone`` asks before it starts anything)."""
+    from sqlalchemy import inspect
+
+    from orchestrator.store.core.db import make_engine
+    from orchestrator.store.core.identity import sqlite_path
+
+    path = sqlite_path(url)
+    if path is not None and not os.path.exists(path):
+        return 0
+    engine = make_engine(url)
+    try:
+        with engine.connect() as conn:
+            if not inspect(conn).has_table("users"):
+                return 0
+            return conn.execute(select(func.count()).select_from(m.users)).scalar_one()
+    finally:
+        engine.dispose()
