@@ -20,6 +20,7 @@ from typing import Any
 from flask import request
 from werkzeug.routing import IntegerConverter
 
+from orchestrator.authoring.spec import json_value_problem
 from orchestrator.errors import ConfigError
 
 MAX_INT = 2**63 - 1  # a BIGINT: what the database can compare against
@@ -101,8 +102,12 @@ def json_body(fields: Mapping[str, type], required: Collection[str] = ()) -> dic
         want = fields[name]
         if type(value) is not want:  # exact: True is no number, 1 is no boolean
             raise ConfigError(f"{name}: expected {_TYPE_WORDS[want]}, got {_json_kind(value)}")
-        if want is str and not _text_ok(value):
-            raise ConfigError(f"{name}: holds a NUL character or a lone surrogate")
+        if want is int and not -MAX_INT - 1 <= value <= MAX_INT:
+            raise ConfigError(f"{name}: must be from {-MAX_INT - 1} to {MAX_INT}")
+        problem = json_value_problem(value)  # the conf rule, for every field of every body
+        if problem:
+            verb = "is" if problem.startswith("nested") else "holds"
+            raise ConfigError(f"{name}: {verb} {problem}")
     return body
 
 
@@ -113,16 +118,6 @@ def _parse(raw: bytes) -> Any:
         raise ConfigError("the request body is nested too deeply") from None
     except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError
         raise ConfigError(f"the request body is not valid JSON: {exc}") from None
-
-
-def _text_ok(value: str) -> bool:
-    if "\x00" in value:
-        return False
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def _json_kind(value: Any) -> str:

@@ -475,8 +475,11 @@ MAX_CONF_BYTES = 65536  # the default of the max_conf_bytes setting
 MAX_CONF_DEPTH = 32  # lists and objects nested deeper than this are refused
 
 
-def _conf_problem(value: Any, depth: int = 0) -> str | None:
-    """What makes ``value`` unfit to store and show: too deep, NUL or a lone surrogate."""
+def json_value_problem(value: Any, depth: int = 0) -> str | None:
+    """What makes a JSON value unfit to store and show, or None: nested deeper than
+    :data:`MAX_CONF_DEPTH`, a NUL character or a lone surrogate in a string (or a key),
+    NaN or Infinity. The one rule for a run's conf, an asset event's extra and every
+    JSON body the API accepts (issue 24 item 12)."""
     if depth > MAX_CONF_DEPTH:
         return f"nested deeper than {MAX_CONF_DEPTH} levels"
     if isinstance(value, str):
@@ -495,7 +498,7 @@ def _conf_problem(value: Any, depth: int = 0) -> str | None:
     elif isinstance(value, list | tuple):
         items = value
     for item in items:
-        problem = _conf_problem(item, depth + 1)
+        problem = json_value_problem(item, depth + 1)
         if problem:
             return problem
     return None
@@ -523,7 +526,7 @@ def validate_conf(spec: DagSpec, conf: Any, *, max_bytes: int = MAX_CONF_BYTES) 
         raise ConfigError(
             f"DAG {spec.dag_id!r}: conf must be a JSON object, got {type(conf).__name__}"
         )
-    problem = _conf_problem(conf)
+    problem = json_value_problem(conf)
     if problem:
         raise ConfigError(f"DAG {spec.dag_id!r}: conf holds {problem}")
     size = len(json.dumps(conf).encode())

@@ -74,7 +74,7 @@ def signature_problem(header: str, body: bytes, secret: str, window: int, at: fl
     ``window`` seconds of ``at``; else what is wrong."""
     parts = dict(p.split("=", 1) for p in header.split(",") if "=" in p) if header else {}
     stamp, given = parts.get("t", ""), parts.get("v1", "")
-    if not stamp.isdigit() or not given:
+    if not (stamp.isascii() and stamp.isdigit() and len(stamp) <= 12) or not given:
         return f"no valid {SIGNATURE} header (t=<unix time>,v1=<hex HMAC-SHA256>)"
     if abs(at - int(stamp)) > window:
         return f"timestamp {stamp} is outside the {window}s replay window"

@@ -26,7 +26,7 @@ from typing import Any
 
 from sqlalchemy import Connection, bindparam, delete, func, insert, literal, select
 
-from orchestrator.authoring.spec import MAX_CONF_BYTES, DagSpec
+from orchestrator.authoring.spec import MAX_CONF_BYTES, DagSpec, json_value_problem
 from orchestrator.errors import ConfigError, NotFoundError
 from orchestrator.scheduling.asset_conditions import (
     AssetWait,
@@ -58,6 +58,10 @@ def check_extra(extra: Any, what: str = "extra") -> str:
         extra = {}
     if not isinstance(extra, dict):
         raise ConfigError(f"{what} must be a JSON object, got {type(extra).__name__}")
+    problem = json_value_problem(extra)
+    if problem:
+        verb = "is" if problem.startswith("nested") else "holds"
+        raise ConfigError(f"{what} {verb} {problem}")
     try:
         text = json.dumps(extra, allow_nan=False)
     except (TypeError, ValueError) as exc:
