@@ -72,10 +72,10 @@ def test_connections_add_edit_keeps_the_password_and_delete(client, csrf, store,
     assert "exists already" in client.get("/connections").get_data(as_text=True)
     assert r.status_code == 302
     edit = {"csrf_token": csrf, "conn_id": "warehouse", "replace": "on", "conn_type": "postgresql",
-            "host": "db2.internal", "login": "etl", "port": "5433", "schema": "sales"}  # fmt: skip
-    client.post("/connections", data=edit)
+            "host": "db.internal", "login": "etl", "port": "5432", "schema": "sales2"}  # fmt: skip
+    client.post("/connections", data=edit)  # same destination: a blank password keeps it
     conn = store.get_connection("warehouse", box_of(settings))
-    assert (conn.host, conn.port, conn.password) == ("db2.internal", 5433, PASSWORD)
+    assert (conn.schema, conn.port, conn.password) == ("sales2", 5432, PASSWORD)
     assert PASSWORD not in _pages(client)
     client.post("/connections/warehouse/delete", data={"csrf_token": csrf})
     assert store.list_connections() == []

@@ -9,6 +9,7 @@ from typing import Any
 from flask import Blueprint, jsonify
 from werkzeug.wrappers import Response
 
+from orchestrator.authoring.connection_edit import carry_secrets
 from orchestrator.authoring.credentials import Connection, connection_from_fields
 from orchestrator.errors import ConfigError
 from orchestrator.store.credentials.secret_box import box_of
@@ -77,6 +78,10 @@ def save_connection() -> tuple[Response, int]:
         raise ConfigError("give uri, or conn_type with the other fields")
     else:
         conn = connection_from_fields(conn_id, body)
+        if replace:  # as the form: what is left out carries over only to the same place
+            stored = get_store().get_connection(conn_id, box_of(get_settings()))
+            conn = carry_secrets(conn, stored, password_given="password" in body,
+                                 extra_given="extra" in body)  # fmt: skip
     get_store().import_connections([conn], now(), box_of(get_settings()), overwrite=replace)
     return jsonify({"message": f"connection {conn_id} {'saved' if replace else 'added'}"}), 201
 

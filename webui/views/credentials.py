@@ -9,11 +9,10 @@ stored one. Every write is a POST
 
 from __future__ import annotations
 
-import dataclasses
-
 from flask import Blueprint, flash, redirect, render_template, request, url_for
 from werkzeug.wrappers import Response
 
+from orchestrator.authoring.connection_edit import carry_secrets
 from orchestrator.authoring.credentials import Connection, connection_from_fields
 from orchestrator.errors import ConfigError, OrchestratorError
 from orchestrator.store.credentials.secret_box import box_of
@@ -101,12 +100,10 @@ def _from_form(store: object, replace: bool) -> Connection:
     conn = connection_from_fields(conn_id, fields)
     if replace and (fields["password"] is None or fields["extra"] is None):
         stored = store.get_connection(conn_id, box_of(get_settings()))  # type: ignore[attr-defined]
-        if stored is not None:  # a blank password or extra keeps the stored one
-            conn = dataclasses.replace(
-                conn,
-                password=conn.password if fields["password"] is not None else stored.password,
-                extra=conn.extra if fields["extra"] is not None else stored.extra,
-            )
+        # a blank password or extra keeps the stored one, unless the connection now
+        # points elsewhere (type, host, port or login changed): then it is dropped
+        conn = carry_secrets(conn, stored, password_given=fields["password"] is not None,
+                             extra_given=fields["extra"] is not None)  # fmt: skip
     return conn
 
 
