@@ -117,12 +117,12 @@ FIELDS: dict[str, tuple[type, Any, str]] = {
     "web_login_max_failures": (
         int,
         5,
-        "wrong logins per user name within web_login_window_seconds before logins are refused",
+        "wrong logins of one (user name, address) pair within the window before that pair is refused",
     ),
     "web_login_max_failures_per_address": (
         int,
         20,
-        "wrong logins per client address within web_login_window_seconds before refusing",
+        "wrong logins from one client address within the window before its logins are slowed",
     ),
     "web_login_window_seconds": (float, 300.0, "the window login failures are counted in"),
     # the hard limit of one backfill (issue 13, item 6)

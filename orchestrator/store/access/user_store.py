@@ -182,21 +182,26 @@ class UserStore(StoreBase):
             record_event(conn, now, "login_failed", f"failed web UI login as {name!r} from {addr}")
 
     def login_failures(self, username: str, address: str, since: datetime) -> tuple[int, int]:
-        """Wrong logins since ``since``: (for this user name, from this address)."""
+        """Wrong logins since ``since``: (of this user name from this address, from this
+        address for any name)."""
         f = m.login_failures.c
+        name, addr = _printable(username), _printable(address)
         with self.read() as conn:
-            by_user = conn.execute(
-                select(func.count()).where(f.username == _printable(username), f.at >= since)
+            by_pair = conn.execute(
+                select(func.count()).where(f.username == name, f.address == addr, f.at >= since)
             ).scalar_one()
             by_address = conn.execute(
                 select(func.count()).where(f.address == _printable(address), f.at >= since)
             ).scalar_one()
-        return by_user, by_address
+        return by_pair, by_address
 
-    def clear_login_failures(self, username: str) -> None:
-        """A successful login forgives the user name's earlier failures."""
+    def clear_login_failures(self, username: str, address: str) -> None:
+        """A successful login forgives the earlier failures of its (name, address) pair,
+        not the address's failures for other names."""
+        f = m.login_failures.c
+        name, addr = _printable(username), _printable(address)
         with self.write() as conn:
-            conn.execute(delete(m.login_failures).where(m.login_failures.c.username == username))
+            conn.execute(delete(m.login_failures).where(f.username == name, f.address == addr))
 
     def check_password(self, username: str, password: str) -> bool:
         if not USERNAME.fullmatch(username):  # cannot exist (and NUL would upset PostgreSQL)
