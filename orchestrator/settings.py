@@ -223,6 +223,13 @@ FIELDS: dict[str, tuple[type, Any, str]] = {
         10_000,
         "most task instances one mapped task may expand into in one run",
     ),
+    # issue 24: a chain of runs made by trigger_dag tasks stops at this depth
+    "max_trigger_depth": (
+        int,
+        10,
+        "most runs one chain of trigger_dag tasks may create in a row (a run made by a "
+        "trigger_dag task of a run made so, and so on); the task past it fails",
+    ),
     # issue 30: deferrable tasks and asset watchers
     "triggerer_capacity": (int, 10_000, "most triggers one triggerer runs at once"),
     "triggerer_block_seconds": (
@@ -308,6 +315,8 @@ class Settings:
     secrets_backend_kwargs: str | None
     # issue 14: runtime task mapping
     max_map_length: int = 10_000
+    # issue 24: trigger_dag chains
+    max_trigger_depth: int = 10
     # issue 30: deferrable tasks and asset watchers
     triggerer_capacity: int = 10_000
     triggerer_block_seconds: float = 0.5

@@ -180,6 +180,7 @@ def trigger_dag(
     wait_for_completion: bool = False,
     allowed_states: Any = None,
     failed_states: Any = None,
+    allow_self_trigger: bool = False,
     **options: Any,
 ) -> Task:
     """Create a run of DAG ``trigger_dag_id`` with ``conf`` (Airflow's
@@ -188,11 +189,22 @@ def trigger_dag(
     With ``wait_for_completion`` it then waits (reschedule mode, every
     ``poke_interval``) until the run is in ``allowed_states`` (``["success"]``), and
     fails when it is in ``failed_states`` (``["failed"]``). The result is
-    ``{"dag_id": ..., "run_id": ...}``."""
+    ``{"dag_id": ..., "run_id": ...}``.
+
+    A DAG that triggers itself is refused at parse time unless ``allow_self_trigger``
+    says so; every chain of triggered runs stops at the ``max_trigger_depth`` setting
+    (the task that would pass it fails, naming the chain)."""
     where = _caller()
     if not isinstance(trigger_dag_id, str) or not ID_PATTERN.fullmatch(trigger_dag_id):
         raise _fail(f"task {task_id!r}: invalid trigger_dag_id {trigger_dag_id!r}: an id is "
                     f"{ID_RULE}", where)  # fmt: skip
+    if _active and _active[-1].dag_id == trigger_dag_id and allow_self_trigger is not True:
+        raise _fail(
+            f"task {task_id!r}: DAG {trigger_dag_id!r} triggers itself (each run would "
+            "start another); pass allow_self_trigger=True if that is meant (chains stop at "
+            "max_trigger_depth)",
+            where,
+        )
     if conf is not None and not isinstance(conf, dict):
         raise _fail(f"task {task_id!r}: conf must be a dict, got {type(conf).__name__}", where)
     import json

@@ -32,7 +32,7 @@ from orchestrator.authoring.http_request import render_json
 from orchestrator.authoring.spec import DagSpec, TaskSpec
 from orchestrator.engine.tasklog import CappedLog
 from orchestrator.store import Store
-from orchestrator.store.assets.cross_dag import triggered_run_id
+from orchestrator.store.assets.cross_dag import TriggerDepthError, triggered_run_id
 from orchestrator.store.core.records import Claim
 from orchestrator.store.tasks.task_store import idempotency_key
 
@@ -187,14 +187,19 @@ def _trigger(store: Store, claim: Claim, spec: DagSpec, check: dict, now: dateti
     conf = render_json(check.get("conf") or {}, _context(claim, spec).template_vars(spec.timezone))
     run_id = triggered_run_id(target, claim.logical_date, claim.dag_id, claim.run_id,
                               claim.task_id)  # fmt: skip
-    run, created = store.trigger_dag_once(
-        target,
-        run_id,
-        now,
-        logical_date=claim.logical_date,
-        conf=conf,
-        triggered_by=f"task:{idempotency_key(claim.dag_id, claim.run_id, claim.task_id)}",
-    )
+    try:
+        run, created = store.trigger_dag_once(
+            target,
+            run_id,
+            now,
+            logical_date=claim.logical_date,
+            conf=conf,
+            triggered_by=f"task:{idempotency_key(claim.dag_id, claim.run_id, claim.task_id)}",
+            parent_run_id=claim.run_id,
+            max_depth=store.max_trigger_depth,
+        )
+    except TriggerDepthError as exc:  # a runaway chain: fail now, a retry would too
+        return Outcome(GAVE_UP, str(exc), str(exc))
     said = f"{'created' if created else 'found'} run {run.run_id} of DAG {target}"
     result = json.dumps({"dag_id": target, "run_id": run.run_id})
     if not check.get("wait_for_completion"):

@@ -49,6 +49,8 @@ class StoreBase:
         self.max_lost_tries = max_lost_tries
         if settings is not None:
             self.max_conf_bytes = settings.max_conf_bytes
+        # issue 24: the longest chain of runs trigger_dag tasks may make
+        self.max_trigger_depth = settings.max_trigger_depth if settings else 10
         # the most instances one mapped task expands into (issue 14)
         self.max_map_length = settings.max_map_length if settings else 10_000
         self.dialect = self.engine.dialect.name

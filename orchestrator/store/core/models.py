@@ -148,6 +148,9 @@ dag_runs = Table(
     # who asked for a manual or backfill run ("cli:USER@HOST", "web:USER"); NULL for
     # the scheduler's runs (0011)
     Column("triggered_by", String(250)),
+    # how many trigger_dag tasks made this run in a chain: 0 for a run nobody's task
+    # made, the triggering run's depth + 1 otherwise (0030, issue 24)
+    Column("trigger_depth", Integer, nullable=False, default=0, server_default="0"),
     Index(None, "state", "dag_id"),
     # invariant 1, one run per fire time: scheduled and backfill runs only, so a manual
     # run for the same instant never displaces or blocks the scheduled one

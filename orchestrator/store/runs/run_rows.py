@@ -43,6 +43,7 @@ def insert_runs(
     backfill_id: int | None = None,
     triggered_by: str | None = None,
     run_id: str | None = None,
+    trigger_depth: int = 0,
 ) -> dict[datetime, int]:
     """Insert runs (state queued) and their task instances; {logical_date: run pk} of
     those created.
@@ -75,6 +76,7 @@ def insert_runs(
             "created_at": now,
             "backfill_id": backfill_id,
             "triggered_by": triggered_by,
+            "trigger_depth": trigger_depth,
         }
         for logical_date, interval in fire_times
     ]
@@ -152,6 +154,7 @@ def insert_run(
     backfill_id: int | None = None,
     triggered_by: str | None = None,
     run_id: str | None = None,
+    trigger_depth: int = 0,
 ) -> int | None:
     """Insert one run and its task instances; None if the run already exists
     (see :func:`insert_runs`)."""
@@ -166,5 +169,6 @@ def insert_run(
         backfill_id=backfill_id,
         triggered_by=triggered_by,
         run_id=run_id,
+        trigger_depth=trigger_depth,
     )
     return created.get(logical_date)
