@@ -10,9 +10,13 @@ optional ``response_check(response)`` (or ``(response, ctx)``) decides success.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import re
+import socket
+import threading
+import time
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
@@ -26,6 +30,8 @@ from orchestrator.authoring.http_request import (
     status_expected,
 )
 from orchestrator.authoring.templating import TemplateRenderError
+
+CHUNK = 64 * 1024  # bytes read from the body at a time
 
 
 def run_http(
@@ -47,25 +53,21 @@ def run_http(
     logger.info("request: %s %s", request.method, loggable_url(request.url))
     if request.headers:
         logger.info("request headers: %s (values not logged)", ", ".join(request.headers))
-    try:
-        response = requests.request(
-            request.method,
-            request.url,
-            headers=request.headers,
-            json=request.json,
-            data=request.data if request.data is not None else request.content,
-            timeout=spec["timeout"],
-            allow_redirects=False,
+    timeout = float(spec["timeout"])
+    got = _exchange(request, timeout, max_result_bytes)
+    if isinstance(got, str):
+        return _failed(logger, got)
+    response, body, over = got
+    shown = (
+        f"more than {max_result_bytes} bytes (not read further)" if over else f"{len(body)} bytes"
+    )
+    logger.info("response: HTTP %s %s, %s", response.status_code, response.reason, shown)
+    if over:
+        return _failed(
+            logger,
+            f"response body is over the {max_result_bytes}-byte limit (max_result_bytes); "
+            f"reading stopped at {len(body)} bytes",
         )
-    except requests.Timeout:
-        return _failed(logger, f"no response within {spec['timeout']:g} s (timeout)")
-    except requests.ConnectionError as exc:
-        host = urlsplit(request.url).netloc
-        return _failed(logger, f"cannot connect to {host}: {_reason(exc)}")
-    except requests.RequestException as exc:
-        return _failed(logger, f"request failed: {_reason(exc)}")
-    body = response.content
-    logger.info("response: HTTP %s %s, %d bytes", response.status_code, response.reason, len(body))
     if response_check is None and not status_expected(spec, response.status_code):
         return _failed(
             logger,
@@ -97,6 +99,88 @@ def run_http(
         )
     logger.info("succeeded")
     return {"ok": True, "result": result}
+
+
+def _exchange(request: Any, timeout: float, limit: int) -> tuple[Any, bytes, bool] | str:
+    """Send ``request`` and read its response within ``timeout`` seconds of wall-clock
+    time for the whole exchange (connect, headers, body), the body streamed and read
+    no further than ``limit + 1`` bytes: (response, body, over the limit) or the reason
+    it failed. The exchange runs in a daemon thread; at the deadline its socket is shut
+    down so the thread ends too."""
+    deadline = time.monotonic() + timeout
+    session = requests.Session()
+    box: dict[str, Any] = {}
+    done = threading.Event()
+
+    def work() -> None:
+        try:
+            response = session.request(
+                request.method,
+                request.url,
+                headers=request.headers,
+                json=request.json,
+                data=request.data if request.data is not None else request.content,
+                timeout=timeout,
+                allow_redirects=False,
+                stream=True,
+            )
+            box["response"] = response
+            chunks: list[bytes] = []
+            size = 0
+            while size <= limit:
+                if time.monotonic() >= deadline:
+                    box["late"] = True  # a server that trickles: the deadline ends it
+                    break
+                chunk = response.raw.read1(min(CHUNK, limit + 1 - size), decode_content=True)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                size += len(chunk)
+            box["body"] = b"".join(chunks)
+            box["over"] = size > limit
+        except BaseException as exc:  # noqa: BLE001 - reported by the caller
+            box["error"] = exc
+        finally:
+            done.set()
+
+    thread = threading.Thread(target=work, name="http-task", daemon=True)
+    thread.start()
+    finished = done.wait(max(deadline - time.monotonic(), 0.0))
+    if not finished or box.get("late"):
+        _abort(box.get("response"))
+        session.close()
+        if "response" not in box:
+            return f"no response within {timeout:g} s (timeout)"
+        return f"no complete response within {timeout:g} s (timeout: the body was still coming)"
+    session.close()
+    error = box.get("error")
+    if isinstance(error, requests.Timeout):
+        return f"no response within {timeout:g} s (timeout)"
+    if isinstance(error, requests.ConnectionError):
+        return f"cannot connect to {urlsplit(request.url).netloc}: {_reason(error)}"
+    if isinstance(error, requests.RequestException):
+        return f"request failed: {_reason(error)}"
+    if error is not None:
+        return f"request failed: {type(error).__name__}: {error}"
+    response = box["response"]
+    response._content = box["body"]  # .content, .text and .json() read what was read
+    response._content_consumed = True
+    if box["over"]:
+        _abort(response)
+    else:
+        response.close()
+    return response, box["body"], box["over"]
+
+
+def _abort(response: Any) -> None:
+    """Shut the response's socket down (a blocked read in another thread then ends)."""
+    conn = getattr(getattr(response, "raw", None), "_connection", None)
+    sock = getattr(conn, "sock", None)
+    if sock is not None:
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)
+    if response is not None:
+        response.close()
 
 
 def _failed(logger: logging.Logger, message: str) -> dict[str, Any]:

@@ -200,7 +200,10 @@ def test_a_body_over_max_result_bytes_fails_the_try_and_says_so(harness, write_d
     ti = harness.store.task_instance(run.run_id, "call")
     assert ti.state == "failed"
     assert "over the 65536-byte limit (max_result_bytes)" in ti.error
-    assert "response: HTTP 200 OK, 100000 bytes" in _log(harness, run.run_id, "call")
+    # issue 24 item 7: the body is read no further than the limit + 1 byte
+    assert "reading stopped at 65537 bytes" in ti.error
+    log = _log(harness, run.run_id, "call")
+    assert "response: HTTP 200 OK, more than 65536 bytes (not read further)" in log
 
 
 def test_response_check_decides_success_from_the_response(harness, write_dag, server):
