@@ -101,6 +101,11 @@ FIELDS: dict[str, tuple[type, Any, str]] = {
         28800.0,
         "a signed-in session unused this long has to log in again",
     ),
+    "web_session_max_seconds": (
+        float,
+        604800.0,
+        "a signed-in session this old has to log in again, however busy (absolute lifetime)",
+    ),
     "web_trusted_proxy": (
         str,
         None,
@@ -321,6 +326,8 @@ class Settings:
     triggerer_capacity: int = 10_000
     triggerer_block_seconds: float = 0.5
     watcher_max_backoff: float = 30.0
+    # issue 24: the absolute lifetime of a web session
+    web_session_max_seconds: float = 604800.0
 
     @property
     def log_dir(self) -> str:

@@ -12,9 +12,11 @@ In this order (each refusal happens before the view runs, so it changes nothing)
 - Cross-site: a state change (any method but GET, HEAD, OPTIONS) whose ``Origin``,
   ``Referer`` or ``Sec-Fetch-Site`` says it comes from another origin is refused with
   403 even with a valid CSRF token (Django's CSRF origin check).
-- Session: a signed-in session carries its user's ``session_version`` and the time it
-  was last used; a changed version (logout, password change, deleted user) or more
-  than ``web_session_idle_seconds`` of idleness ends it.
+- Session: a signed-in session carries its user's session key (the user row's random
+  nonce and its ``session_version``), the time it started and the time it was last
+  used; a changed key (logout, password change, deleted user, even one added again
+  under the same name), more than ``web_session_idle_seconds`` of idleness or more
+  than ``web_session_max_seconds`` since the login ends it.
 - Login: required when ``LOGIN_REQUIRED`` (beyond loopback, or ``web_login=always``);
   every route except ``/health``, ``/login`` and static files needs a signed-in session.
 - CSRF: one random token per session, sent back in a hidden ``csrf_token`` field or
@@ -148,12 +150,15 @@ def current_user() -> str | None:
     return session.get("user")
 
 
-def start_session(username: str, version: int) -> None:
-    """A fresh session (and CSRF token) for a user who just signed in."""
+def start_session(username: str, key: str) -> None:
+    """A fresh session (and CSRF token) for a user who just signed in; ``key`` is
+    ``store.session_key(username)``."""
+    at = int(now().timestamp())
     session.clear()
     session["user"] = username
-    session["sv"] = version
-    session["seen"] = int(now().timestamp())
+    session["sk"] = key
+    session["since"] = at
+    session["seen"] = at
 
 
 def _host_ok() -> bool:
@@ -227,24 +232,30 @@ def cross_site_reason() -> str | None:
 
 
 def _check_session() -> str | None:
-    """End a signed-in session whose user logged out, changed password, went or idled;
-    the role of a session that goes on (None without one)."""
+    """End a signed-in session whose user logged out, changed password, went, idled or
+    outlived the absolute lifetime; the role of a session that goes on (None without one)."""
     user = session.get("user")
     if user is None:
         return None
     found = get_store().session_of(user)
     at = int(now().timestamp())
     idle = at - int(session.get("seen", 0))
-    if found is None or found[0] != session.get("sv") or idle > _idle_seconds():
+    age = at - int(session.get("since", 0))
+    settings = get_settings()
+    sent = session.get("sk")
+    if (
+        found is None
+        or not found[0]
+        or not isinstance(sent, str)
+        or not hmac.compare_digest(found[0].encode(), sent.encode())
+        or idle > settings.web_session_idle_seconds
+        or age > settings.web_session_max_seconds
+    ):
         session.clear()
         return None
     if idle >= _SEEN_EVERY:
         session["seen"] = at
     return found[1]
-
-
-def _idle_seconds() -> float:
-    return get_settings().web_session_idle_seconds
 
 
 def _bearer() -> str | None:

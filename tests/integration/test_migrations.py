@@ -114,3 +114,38 @@ def test_check_notices_a_model_the_migrations_lack(empty_database):
         engine.dispose()
     assert [d[0] for d in diffs] == ["add_column"]
     assert diffs[0][2] == "dag_runs" and diffs[0][3].name == "surprise"
+
+
+def test_0029_gives_every_existing_user_its_own_session_nonce(empty_database):
+    """Issue 24, item 3: users from before 0029 get a random nonce each (and their
+    tokens survive the column being added)."""
+    engine = make_engine(empty_database)
+    try:
+        with engine.begin() as conn:
+            cfg = alembic_config(empty_database)
+            cfg.attributes["connection"] = conn
+            command.upgrade(cfg, "0028")
+            for name in ("ada", "bob"):
+                conn.execute(
+                    text(
+                        "insert into users (username, password_hash, created_at, role,"
+                        " session_version) values (:n, 'x', CURRENT_TIMESTAMP, 'admin', 3)"
+                    ),
+                    {"n": name},
+                )
+            conn.execute(
+                text(
+                    "insert into api_tokens (token_id, user_id, name, secret_hash, role,"
+                    " created_at) select 'tok1', id, 'ci', 'h', 'viewer', CURRENT_TIMESTAMP"
+                    " from users where username = 'ada'"
+                )
+            )
+            command.upgrade(cfg, "head")
+        with engine.connect() as conn:
+            nonces = conn.execute(text("select session_nonce from users")).scalars().all()
+            tokens = conn.execute(text("select count(*) from api_tokens")).scalar()
+    finally:
+        engine.dispose()
+    assert len(nonces) == 2 and len(set(nonces)) == 2
+    assert all(len(n) == 32 and int(n, 16) >= 0 for n in nonces)
+    assert tokens == 1

@@ -82,6 +82,52 @@ def test_deleting_a_user_ends_their_sessions(login_app, store):
     assert "user_deleted" in [e.kind for e in store.events(limit=5)]
 
 
+def test_a_saved_cookie_of_a_deleted_user_fails_when_the_name_is_added_again(
+    settings, store, clock
+):
+    """Issue 24, item 3: the row's random nonce, not the name and version, binds a session
+    (on main the cookie worked again, as admin: the version restarts at 0 with the row)."""
+    store.add_user("tmpu", PASSWORD, START, role="operator")
+    app = create_app(settings, store, clock=clock, login_required=True)
+    client = app.test_client()
+    assert log_in(client, "tmpu").status_code == 302
+    saved = copy_of(app, client)
+    assert signed_in(saved)
+    store.delete_user("tmpu", START)
+    store.add_user("tmpu", "another long password", START, role="admin")
+    assert store.session_version("tmpu") == 0  # the version alone cannot tell them apart
+    assert not signed_in(saved)
+    assert saved.get("/api/v1/me").status_code == 401
+    fresh = app.test_client()
+    assert log_in(fresh, "tmpu", "another long password").status_code == 302
+    assert fresh.get("/api/v1/me").get_json()["role"] == "admin"
+    assert not signed_in(saved)
+
+
+def test_a_session_older_than_the_absolute_lifetime_ends(settings, store, clock):
+    """A session kept busy still ends web_session_max_seconds after its login."""
+    store.add_user("ada", PASSWORD, START)
+    app = create_app(
+        settings.with_(web_session_max_seconds=3600, web_session_idle_seconds=600),
+        store,
+        clock=clock,
+        login_required=True,
+    )
+    client = app.test_client()
+    log_in(client)
+    for _ in range(11):  # used every 5 minutes: never idle
+        clock.advance(minutes=5)
+        assert signed_in(client)
+    clock.advance(minutes=5, seconds=1)  # 3601 s after the login
+    assert not signed_in(client)
+    assert log_in(client).status_code == 302
+    assert signed_in(client)
+
+
+def test_the_absolute_lifetime_defaults_to_a_week(settings):
+    assert settings.web_session_max_seconds == 7 * 24 * 3600
+
+
 def test_an_idle_session_ends(login_app, clock):
     client = login_app.test_client()
     log_in(client)

@@ -153,10 +153,10 @@ def login() -> Response | tuple[str, int] | str:
         if not _slow_down(delay):
             return _too_many(delay)
     if store.check_password(username, request.form.get("password", "")):
-        version = store.session_version(username)
-        if version is not None:
+        key = store.session_key(username)
+        if key is not None:
             store.clear_login_failures(username, address)
-            start_session(username, version)
+            start_session(username, key)
             log.info("web UI login as %r from %s", username, address)
             return redirect(_safe_next(request.form.get("next")))
     window = timedelta(seconds=get_settings().web_login_window_seconds)

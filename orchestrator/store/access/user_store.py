@@ -7,16 +7,18 @@ True
 >>> store.session_version("ada")                          # doctest: +SKIP
 0
 
-A signed-in session carries the user's ``session_version``; logout
-(:meth:`UserStore.end_sessions`), :meth:`UserStore.set_password` and
-:meth:`UserStore.delete_user` move it on (or remove it), so every cookie issued
-before is refused on its next request.
+A signed-in session carries the user's ``session_version`` and the row's random
+``session_nonce`` (set when the row is created, so a deleted and re-added user of the
+same name has another); logout (:meth:`UserStore.end_sessions`),
+:meth:`UserStore.set_password` and :meth:`UserStore.delete_user` move the version on
+(or remove the row), so every cookie issued before is refused on its next request.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import secrets
 from datetime import datetime, timedelta
 
 from sqlalchemy import delete, func, insert, select, update
@@ -50,6 +52,11 @@ def _check_new(username: str, password: str) -> None:
         raise ConfigError(f"password for {username!r}: use at least {MIN_PASSWORD} characters")
 
 
+def _key(nonce: str, version: int) -> str:
+    # every row has a nonce (add_user, migration 0029); the column's default never matches
+    return "" if nonce in ("", "unset") else f"{nonce}.{version}"
+
+
 class UserStore(StoreBase):
     def add_user(
         self,
@@ -73,6 +80,7 @@ class UserStore(StoreBase):
                         password_hash=generate_password_hash(password),
                         created_at=now,
                         role=role,
+                        session_nonce=secrets.token_hex(16),
                     )
                 )
                 record_event(
@@ -102,15 +110,17 @@ class UserStore(StoreBase):
                 select(m.users.c.role).where(m.users.c.username == username)
             ).scalar_one_or_none()
 
-    def session_of(self, username: str) -> tuple[int, str] | None:
-        """(session_version, role) of ``username`` in one read; None if no such user."""
+    def session_of(self, username: str) -> tuple[str, str] | None:
+        """(session key, role) of ``username`` in one read; None if no such user.
+
+        The key (``<nonce>.<version>``) is what a session of this user must carry: it
+        changes on logout and password change, and differs for a re-added user."""
+        u = m.users.c
         with self.read() as conn:
             row = conn.execute(
-                select(m.users.c.session_version, m.users.c.role).where(
-                    m.users.c.username == username
-                )
+                select(u.session_version, u.session_nonce, u.role).where(u.username == username)
             ).first()
-        return None if row is None else (row.session_version, row.role)
+        return None if row is None else (_key(row.session_nonce, row.session_version), row.role)
 
     def set_password(
         self, username: str, password: str, now: datetime, *, who: str | None = None
@@ -147,11 +157,16 @@ class UserStore(StoreBase):
             record_event(conn, now, "user_deleted", f"web UI user {username} deleted", actor=who)
 
     def session_version(self, username: str) -> int | None:
-        """The version a session of ``username`` must carry; None if no such user."""
+        """The version of ``username``'s sessions (moved on by logout); None if no such user."""
         with self.read() as conn:
             return conn.execute(
                 select(m.users.c.session_version).where(m.users.c.username == username)
             ).scalar_one_or_none()
+
+    def session_key(self, username: str) -> str | None:
+        """The key a new session of ``username`` carries; None if no such user."""
+        found = self.session_of(username)
+        return None if found is None else found[0]
 
     def end_sessions(self, username: str) -> bool:
         """Invalidate every session of ``username`` (logout). False if no such user."""

@@ -376,6 +376,9 @@ users = Table(
     Column("session_version", Integer, nullable=False, server_default="0"),
     # viewer, operator or admin (migration 0019; logins from before it are admins)
     Column("role", String(20), nullable=False, server_default="admin"),
+    # random per row, set at creation and copied into each session: a cookie of a deleted
+    # user never fits a later user of the same name (migration 0029, issue 24)
+    Column("session_nonce", String(32), nullable=False, server_default="unset"),
 )
 
 # API tokens "orc_<token_id>_<secret>": looked up by id, the secret kept as its sha256
