@@ -30,7 +30,7 @@ def load_or_create_secret(state_dir: str) -> str:
     processes starting at once end up with the same key and nobody reads a half
     written file.
     """
-    os.makedirs(state_dir, exist_ok=True)
+    os.makedirs(state_dir, mode=0o700, exist_ok=True)
     path = os.path.join(state_dir, SECRET_FILE)
     if not os.path.exists(path):
         _create(path)

@@ -41,6 +41,7 @@ from orchestrator.cli import (
 from orchestrator.cli.common import Parser, dispose_opened, load_settings, make_parents
 from orchestrator.errors import OrchestratorError, ParamValidationError
 from orchestrator.observability.logging_setup import configure as configure_logging
+from orchestrator.state_folder import restrict_umask
 
 GROUPS = (processes, dags, runs, tasks, users, status, pools, backfill, schedule, alerts)
 GROUPS += (variables, connections, secrets)  # issue 16
@@ -75,6 +76,7 @@ def _keep_children_light() -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     _keep_children_light()
+    restrict_umask()  # issue 24: what any command creates is its user's alone
     parser = build_parser()
     try:
         args = parser.parse_args(argv)

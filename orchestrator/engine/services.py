@@ -27,6 +27,7 @@ from orchestrator.engine.worker import Worker
 from orchestrator.errors import ConfigError
 from orchestrator.observability.alerts.delivery import start_alert_thread
 from orchestrator.settings import Settings
+from orchestrator.state_folder import tighten
 from orchestrator.store import Store
 from orchestrator.store.core.db import bounded_wait_ended, upgrade
 from orchestrator.store.core.identity import record_database, refuse_lost_database
@@ -212,12 +213,15 @@ def check_login_possible(settings: Settings) -> None:
 
 def prepare_database(settings: Settings, *, new_database: bool = False) -> None:
     """Create or migrate the schema, refusing to create a new SQLite database where the
-    state folder records that one existed (unless ``new_database``), and record it."""
+    state folder records that one existed (unless ``new_database``), and record it.
+    The state folder is made the orchestrator user's alone first (``state_folder``)."""
+    tighten(settings.state_dir)  # issue 24: a folder others could read, with a warning
     if not new_database:
         refuse_lost_database(settings.state_dir, settings.database_url)
     upgrade(settings.database_url)
     record_database(settings.state_dir, settings.database_url, created=new_database)
     box_of(settings)  # issue 16: the secrets key file, made once (unless a key is set)
+    tighten(settings.state_dir, quiet=True)  # what was just made (the umask of a caller)
 
 
 def standalone(

@@ -37,6 +37,8 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any
 
+from orchestrator.state_folder import task_umask
+
 # what a task needs to run programs and speak the user's language (variables and
 # connections it asks the worker for: ctx.variable / ctx.connection)
 DEFAULT_ALLOW = (
@@ -81,6 +83,7 @@ class EnvPolicy:
     deny: tuple[str, ...] = _patterns(DEFAULT_DENY)
     never: tuple[str, ...] = SETTINGS_SECRETS
     secret_digests: frozenset[str] = frozenset()
+    umask: int | None = None  # the command's own umask, not the state folder's 077 (issue 24)
 
     @classmethod
     def from_settings(
@@ -101,7 +104,7 @@ class EnvPolicy:
             settings.task_env_deny, settings.task_env_allow, getattr(settings, "task_env_extra", "")
         )
         never = tuple(dict.fromkeys(SETTINGS_SECRETS + secret_setting_names(secret_fields)))
-        return cls(base.allow, base.deny, never, digests)
+        return cls(base.allow, base.deny, never, digests, task_umask())
 
     def inherits(self, name: str, value: str | None = None) -> bool:
         if name in self.never:
@@ -122,3 +125,5 @@ class EnvPolicy:
         at start), so a Python task does not see it and a command does not inherit it."""
         for name in [k for k, v in os.environ.items() if not self.inherits(k, v)]:
             del os.environ[name]
+        if self.umask is not None:
+            os.umask(self.umask)

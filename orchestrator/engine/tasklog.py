@@ -18,6 +18,7 @@ import threading
 from collections.abc import Callable
 
 from orchestrator.engine.masking import Masker
+from orchestrator.state_folder import make_private_dir
 
 
 class CappedLog(io.TextIOBase):
@@ -30,8 +31,8 @@ class CappedLog(io.TextIOBase):
     """
 
     def __init__(self, path: str, limit: int, masker: Masker | None = None) -> None:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644)
+        make_private_dir(os.path.dirname(path))
+        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
         self.limit = limit
         self.written = 0  # bytes of this try's output written
         self.dropped = 0  # bytes of it dropped past the cap

@@ -168,7 +168,8 @@ def make_engine(url: str, *, options: DbOptions | None = None, **kwargs: Any) ->
         raise ConfigError(f"database URL {url!r} is invalid: {exc}") from None
     if parsed.get_backend_name() == "sqlite":
         if parsed.database and parsed.database != ":memory:":
-            os.makedirs(os.path.dirname(os.path.abspath(parsed.database)), exist_ok=True)
+            folder = os.path.dirname(os.path.abspath(parsed.database))
+            os.makedirs(folder, mode=0o700, exist_ok=True)
         engine = create_engine(
             parsed, connect_args={"timeout": 30, "check_same_thread": False}, **kwargs
         )

@@ -154,7 +154,7 @@ def record_database(state_dir: str, url: str, *, created: bool = False) -> None:
         return
     if not created and path in _load(state_dir):
         return  # recorded already: no lock, no write
-    os.makedirs(state_dir, exist_ok=True)
+    os.makedirs(state_dir, mode=0o700, exist_ok=True)
     with open(_record_path(state_dir) + ".lock", "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
         databases = _load(state_dir)  # again, under the lock

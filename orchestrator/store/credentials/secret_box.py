@@ -116,7 +116,7 @@ def box_of(settings: object, *, create: bool = True) -> SecretBox:
 def create_key_file(path: str, keys: list[str] | None = None) -> None:
     """Write a new key file atomically (mode 0600); a concurrent creator's file wins
     when ``keys`` is None (first creation), else the file is replaced."""
-    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    os.makedirs(os.path.dirname(path) or ".", mode=0o700, exist_ok=True)
     tmp = f"{path}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
