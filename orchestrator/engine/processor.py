@@ -28,7 +28,7 @@ from orchestrator.authoring.loader import display_path
 from orchestrator.authoring.template_files import signatures
 from orchestrator.engine.parse_pool import ParsePool
 from orchestrator.engine.start_environ import hide_start_environment
-from orchestrator.engine.task_processes import mp_context
+from orchestrator.engine.task_processes import mp_context, start_forkserver
 from orchestrator.engine.taskenv import EnvPolicy
 from orchestrator.settings import Settings
 from orchestrator.store import Store
@@ -112,6 +112,7 @@ class DagProcessor:
         self._clashes: dict[str, tuple[str, str]] = {}
         hide_start_environment()  # DAG files run as this user: /proc/<pid>/environ
         self._ctx = mp_context()
+        start_forkserver(EnvPolicy.for_settings(settings))  # no secrets in its environ
 
     def scan(
         self, now: datetime, *, force: bool = False, stop: threading.Event | None = None

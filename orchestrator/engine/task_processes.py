@@ -17,6 +17,7 @@ from typing import Any
 
 from orchestrator.engine.proctree import kill_tree
 from orchestrator.engine.runner import task_child
+from orchestrator.engine.taskenv import EnvPolicy
 from orchestrator.store.core.records import Claim
 
 
@@ -31,6 +32,29 @@ def mp_context() -> Any:
         ]
     )
     return ctx
+
+
+def start_forkserver(policy: EnvPolicy) -> None:
+    """Start multiprocessing's resource tracker and forkserver now, from the environment
+    ``policy`` leaves a task (issue 24, item 2).
+
+    Both are new programs (``exec``): their ``/proc/<pid>/environ`` is the environment
+    they were started with, and the resource tracker never wipes it as the forkserver
+    does (``forkserver_init``). So neither is given the settings' secrets, or anything
+    else a task may not inherit. Call it before any thread starts (``os.environ`` is
+    swapped meanwhile); a forkserver already running is left as it is.
+    """
+    from multiprocessing import forkserver
+
+    mp_context()  # the preload list the forkserver is started with
+    saved = dict(os.environ)
+    try:
+        os.environ.clear()
+        os.environ.update(policy.filter(saved))
+        forkserver.ensure_running()
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
 
 
 @dataclass

@@ -26,7 +26,12 @@ from orchestrator.clock import Clock
 from orchestrator.engine.logship import LogShipper
 from orchestrator.engine.secrets_chain import SecretsChain
 from orchestrator.engine.start_environ import hide_start_environment
-from orchestrator.engine.task_processes import TaskProcesses, TaskSlot, mp_context
+from orchestrator.engine.task_processes import (
+    TaskProcesses,
+    TaskSlot,
+    mp_context,
+    start_forkserver,
+)
 from orchestrator.engine.taskenv import EnvPolicy
 from orchestrator.engine.worker_jobs import Dispatching
 from orchestrator.engine.worker_leases import LeaseKeeping
@@ -76,6 +81,7 @@ class Worker(TaskProcesses, LeaseKeeping, Prefetching, Dispatching, Rounds):
         hide_start_environment()
         self._ctx = mp_context()
         self._env_policy = EnvPolicy.for_settings(settings)
+        start_forkserver(self._env_policy)  # and the resource tracker, without secrets
         self._idle: list[TaskSlot] = []
         self._busy: list[TaskSlot] = []
         self._last_heartbeat = time.monotonic()
