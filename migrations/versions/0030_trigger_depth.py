@@ -5,7 +5,7 @@ run whose task made it plus one. A trigger_dag task whose new run would pass the
 ``max_trigger_depth`` setting fails instead, naming the chain.
 
 Revision ID: 0030
-Revises: 0028
+Revises: 0029
 """
 
 from collections.abc import Sequence
@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0030"
-down_revision: str | None = "0028"
+down_revision: str | None = "0029"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
