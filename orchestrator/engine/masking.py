@@ -6,7 +6,12 @@ a connection's password and extra) and masks them in its log (through
 secret is also masked in the spellings it commonly takes when printed: percent-encoded
 (as in a connection's URI), JSON- and ``repr``-escaped. Values shorter than
 :data:`MIN_LENGTH` characters are not masked (they would mask every ``a`` or ``10``
-of a log); see docs/secrets.md.
+of a log). A secret of :data:`MIN_TRANSFORMED` characters or more is also masked
+upper- and lower-cased, base64-encoded (standard and URL-safe, with or without
+padding, alone or inside a longer encoded text such as ``Basic <user:password>``),
+hex-encoded (lower and upper case) and percent-encoded in either case
+(:func:`transformed_spellings`); other transformations are not caught. See
+docs/secrets.md.
 
 >>> m = Masker(); m.add("s3cret!")
 >>> m.mask("password=s3cret! url=pg://u:s3cret%21@h")
@@ -15,6 +20,7 @@ of a log); see docs/secrets.md.
 
 from __future__ import annotations
 
+import base64
 import io
 import json
 import re
@@ -23,6 +29,53 @@ from urllib.parse import quote, quote_plus
 
 MASK = "***"
 MIN_LENGTH = 4
+MIN_TRANSFORMED = 8  # secrets this long are masked in transformed spellings too (issue 24)
+
+
+def _base64_cores(data: bytes) -> set[str]:
+    """The base64 text of ``data`` wherever it starts in a longer encoded text: for each
+    of the three alignments, the characters that depend on ``data`` alone."""
+    out = set()
+    for lead in range(3):
+        enc = base64.b64encode(b"\0" * lead + data).decode()
+        whole = (lead + len(data)) // 3 * 4  # characters of complete 3-byte groups
+        core = enc[4 if lead else 0 : whole]  # a lead's group mixes in the bytes before
+        if len(core) >= MIN_TRANSFORMED:
+            out.add(core)
+    out.add(base64.b64encode(data).decode())  # alone, padded
+    out.add(base64.b64encode(data).decode().rstrip("="))
+    return out
+
+
+def transformed_spellings(value: str) -> set[str]:
+    """The spellings a secret of MIN_TRANSFORMED characters or more is masked in besides
+    its own: upper and lower case, base64 (standard and URL-safe), hex (both cases) and
+    percent-encoding of either case. Empty for a shorter value.
+
+    >>> sorted(transformed_spellings("Hunter2!xyz"))[:3]
+    ['48756E746572322178797A', '48756e746572322178797a', 'HUNTER2!XYZ']
+    """
+    if len(value.strip()) < MIN_TRANSFORMED:
+        return set()
+    data = value.encode("utf-8", "surrogateescape")
+    cased = {value.upper(), value.lower()}
+    b64 = _base64_cores(data)
+    out = cased | b64 | {s.translate(_URLSAFE) for s in b64}
+    out |= {data.hex(), data.hex().upper()}
+    out |= {quote(c, safe="") for c in cased} | {quote_plus(c) for c in cased}
+    out |= {_upper_percent(quote(value, safe=""))}
+    return {s for s in out if len(s) >= MIN_TRANSFORMED}
+
+
+_URLSAFE = str.maketrans("+/", "-_")
+
+
+def _upper_percent(text: str) -> str:
+    return re.sub(r"%[0-9a-f]{2}", lambda m: m.group(0).upper(), text)
+
+
+def _lower_percent(text: str) -> str:
+    return re.sub(r"%[0-9A-F]{2}", lambda m: m.group(0).lower(), text)
 
 
 class Masker:
@@ -49,6 +102,8 @@ class Masker:
             repr(value)[1:-1],
         }
         spellings |= {line for line in value.splitlines() if len(line.strip()) >= MIN_LENGTH}
+        spellings |= transformed_spellings(value)
+        spellings |= {_lower_percent(s) for s in spellings if "%" in s}
         new = spellings - self._secrets
         if not new:
             return

@@ -355,3 +355,53 @@ def test_what_a_tasks_subprocesses_write_to_fds_1_and_2_is_in_its_log_and_masked
     # and none of it reached the worker's own terminal
     out, err = capfd.readouterr()
     assert TOKEN not in out + err and "child says" not in out + err
+
+
+SPELLINGS_DAG = """
+import base64, binascii, urllib.parse
+from orchestrator import DAG, task
+
+with DAG("spell", schedule=None) as dag:
+    dag.shell("shout", "echo upper={{ var.value.api_token | upper }} "
+              "lower={{ var.value.api_token | lower }} "
+              "hex=$(printf %s {{ var.value.api_token }} | od -An -tx1 | tr -d ' \\n')")
+
+    @task
+    def leak(ctx):
+        t = ctx.variable("api_token")
+        print("b64", base64.b64encode(t.encode()).decode())
+        print("basic", base64.b64encode(("ada:" + t).encode()).decode())
+        print("hex", binascii.hexlify(t.encode()).decode())
+        print("url", urllib.parse.quote(t.upper(), safe=""))
+        return {"lower": t.lower(), "b64": base64.urlsafe_b64encode(t.encode()).decode()}
+
+    @task
+    def fail(ctx):
+        raise RuntimeError("bad token " + ctx.variable("api_token").upper())
+"""
+
+
+def test_transformed_spellings_of_a_secret_are_masked_in_logs_errors_and_results(
+    harness, store, settings, clock, write_dag
+):
+    """Issue 24 item 8: `{{ var.value.api_token | upper }}`, base64, hex and URL-encoded
+    spellings reached logs, errors and results."""
+    import base64
+
+    plant(store, settings, clock.now())
+    write_dag("spell.py", SPELLINGS_DAG)
+    harness.parse()
+    assert store.import_errors() == []
+    run = harness.store.trigger_run("spell", harness.clock.now())
+    harness.run_until_finished(run.run_id)
+    leaked = {TOKEN.upper(), TOKEN.lower(), TOKEN.encode().hex(),
+              base64.b64encode(TOKEN.encode()).decode().rstrip("="),
+              base64.b64encode(("ada:" + TOKEN).encode()).decode()[8:]}  # fmt: skip
+    texts = [_log(store, settings, run.run_id, t) for t in ("shout", "leak", "fail")]
+    texts.append(store.task_instance(run.run_id, "fail").error or "")
+    texts.append(json.dumps(store.results(run.run_id, ["leak"])))
+    for shown in texts:
+        for spelled in leaked:
+            assert spelled not in shown, (spelled, shown[-400:])
+    assert "upper=*** lower=*** hex=***" in texts[0]
+    assert "bad token ***" in texts[3]
