@@ -36,10 +36,12 @@ def _base64_cores(data: bytes) -> set[str]:
     """The base64 text of ``data`` wherever it starts in a longer encoded text: for each
     of the three alignments, the characters that depend on ``data`` alone."""
     out = set()
-    for lead in range(3):
-        enc = base64.b64encode(b"\0" * lead + data).decode()
-        whole = (lead + len(data)) // 3 * 4  # characters of complete 3-byte groups
-        core = enc[4 if lead else 0 : whole]  # a lead's group mixes in the bytes before
+    for lead in range(3):  # bytes of the longer text before the secret in its group
+        enc = base64.b64encode(b"\0" * lead + data + b"\0\0").decode()
+        skip = (0, 2, 3)[lead]  # leading characters that mix in the bytes before
+        rest = (lead + len(data)) % 3  # the secret's bytes in its last, shared group
+        end = (lead + len(data)) // 3 * 4 + (0, 1, 2)[rest]  # ... and its pure characters
+        core = enc[skip:end]
         if len(core) >= MIN_TRANSFORMED:
             out.add(core)
     out.add(base64.b64encode(data).decode())  # alone, padded
