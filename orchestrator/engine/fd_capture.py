@@ -18,7 +18,9 @@ from __future__ import annotations
 import contextlib
 import os
 import select
+import sys
 import threading
+from collections.abc import Callable, Iterator
 
 from orchestrator.engine.tasklog import CappedLog
 
@@ -93,3 +95,46 @@ class FdCapture:
             else:
                 with contextlib.suppress(OSError):
                     os.write(self._out, data)
+
+
+@contextlib.contextmanager
+def fds_into(write_bytes: Callable[[bytes], None], *, linger: float = 2.0) -> Iterator[None]:
+    """While inside, file descriptors 1 and 2 of this process are a pipe whose bytes go
+    to ``write_bytes`` (from a thread): ``os.write(1, ...)``, C code and subprocesses
+    that inherit them included. On the way out they are put back; what is still in the
+    pipe is drained, waiting at most ``linger`` seconds for a child still holding it.
+    ``tasks test`` masks a try's whole output this way (issue 24 item 4)."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    saved = (os.dup(1), os.dup(2))
+    read, write = os.pipe()
+    os.dup2(write, 1)
+    os.dup2(write, 2)
+    os.close(write)
+
+    def pump() -> None:
+        while True:
+            try:
+                data = os.read(read, CHUNK)
+            except OSError:
+                return
+            if not data:
+                return
+            write_bytes(data)
+
+    thread = threading.Thread(target=pump, name="tasks-test-fds", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        os.dup2(saved[0], 1)  # the pipe's last write ends here close: the pump sees EOF
+        os.dup2(saved[1], 2)
+        os.close(saved[0])
+        os.close(saved[1])
+        thread.join(linger)
+        if not thread.is_alive():
+            os.close(read)

@@ -24,6 +24,7 @@ import base64
 import io
 import json
 import re
+import threading
 from typing import Any
 from urllib.parse import quote, quote_plus
 
@@ -181,12 +182,16 @@ def mask_outcome(masker: Masker, outcome: dict[str, Any]) -> dict[str, Any]:
 class MaskedStream(io.TextIOBase):
     """A text stream that masks what it writes to ``out`` (``tasks test`` prints a
     try's output to the terminal through one). Like :class:`CappedLog`, it holds back
-    the end of a write that may begin a secret until the next write or ``flush``."""
+    the end of a write that may begin a secret until the next write; ``flush`` does not
+    release it (a task that prints a secret one character at a time, flushing each,
+    would otherwise print it whole), only :meth:`finish` at the end of the output.
+    Thread-safe: ``tasks test`` feeds it from the file-descriptor pump too."""
 
     def __init__(self, out: Any, masker: Masker) -> None:
         self.out = out
         self.masker = masker
         self._held = b""
+        self._lock = threading.Lock()
 
     def writable(self) -> bool:
         return True
@@ -196,16 +201,23 @@ class MaskedStream(io.TextIOBase):
         return len(s)
 
     def write_bytes(self, data: bytes) -> None:
-        if self.masker:
-            data = self.masker.mask_bytes(self._held + data)
-            keep = self.masker.held_back(data)
-            self._held = data[len(data) - keep :] if keep else b""
-            data = data[: len(data) - keep]
-        if data:
-            self.out.write(data.decode("utf-8", "replace"))
+        with self._lock:
+            if self.masker:
+                data = self.masker.mask_bytes(self._held + data)
+                keep = self.masker.held_back(data)
+                self._held = data[len(data) - keep :] if keep else b""
+                data = data[: len(data) - keep]
+            if data:
+                self.out.write(data.decode("utf-8", "replace"))
 
     def flush(self) -> None:
-        held, self._held = self._held, b""
-        if held:
-            self.out.write(held.decode("utf-8", "replace"))
-        self.out.flush()
+        with self._lock:
+            self.out.flush()
+
+    def finish(self) -> None:
+        """The output ended: write what was held back as it is, and flush."""
+        with self._lock:
+            held, self._held = self._held, b""
+            if held:
+                self.out.write(held.decode("utf-8", "replace"))
+            self.out.flush()

@@ -25,6 +25,7 @@ from orchestrator.authoring.context import TaskContext
 from orchestrator.authoring.loader import DagImportError, load_file
 from orchestrator.authoring.params import resolve as resolve_params
 from orchestrator.authoring.templating import render_env, render_shell
+from orchestrator.engine.fd_capture import fds_into
 from orchestrator.engine.masking import MaskedStream, Masker
 from orchestrator.engine.processor import dag_files
 from orchestrator.engine.runner import _takes_argument
@@ -192,7 +193,8 @@ def run_task_test(
     logger.handlers.clear()
     # what the try writes reaches the terminal masked, as it would reach its log
     masker = Masker()  # variables and connections come from the environment, store, backend
-    out = MaskedStream(sys.stdout, masker)
+    terminal, own_terminal = _terminal()
+    out = MaskedStream(terminal, masker)
     handler = logging.StreamHandler(out)
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
     logger.addHandler(handler)
@@ -231,10 +233,30 @@ def run_task_test(
         if notes:
             logger.info("no result (not succeeded in that run): %s", ", ".join(notes))
     try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+        # issue 24 item 4: file descriptors 1 and 2 too (os.write, C code, subprocesses
+        # the task starts), as a worker's task process captures them (fd_capture.py)
+        with fds_into(out.write_bytes), contextlib.redirect_stdout(out), \
+                contextlib.redirect_stderr(out):  # fmt: skip
             return _run(task, ctx, dag, settings, logger, out, kwargs)
     finally:
-        out.flush()
+        out.finish()
+        if own_terminal:
+            terminal.close()
+
+
+def _terminal() -> tuple[Any, bool]:
+    """Where a task test's masked output goes: a copy of this process's standard output
+    file descriptor when sys.stdout is one (fd 1 becomes the capture pipe meanwhile),
+    else sys.stdout itself (a test's capture object); (stream, whether it is our own)."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):
+        return sys.stdout, False
+    if fd not in (1, 2):
+        return sys.stdout, False
+    sys.stdout.flush()
+    copy = os.fdopen(os.dup(fd), "w", buffering=1, encoding="utf-8", errors="replace")
+    return copy, True
 
 
 def _run(
@@ -297,7 +319,7 @@ def _run(
         )
         return 1
     if task.python_env:  # @task.virtualenv / external_python: in its own interpreter
-        return _test_in_python_env(settings, dag, task, ctx, logger)
+        return _test_in_python_env(settings, dag, task, ctx, logger, out)
     try:
         if kwargs is not None:
             value = task.fn(ctx, **kwargs)
@@ -328,18 +350,21 @@ def _orchestrator_env(ctx: TaskContext) -> dict[str, str]:
 
 
 class _Terminal:
-    """The try's log of a task test: this process's stdout."""
+    """The try's log of a task test: the masked terminal stream."""
+
+    def __init__(self, out: MaskedStream) -> None:
+        self.out = out
 
     def write_bytes(self, data: bytes) -> None:
-        sys.stdout.flush()
-        sys.stdout.buffer.write(data)
-        sys.stdout.buffer.flush()
+        self.out.write_bytes(data)
 
     def end_of_output(self) -> None:
-        sys.stdout.flush()
+        self.out.flush()
 
 
-def _test_in_python_env(settings: Settings, dag, task, ctx: TaskContext, logger) -> int:
+def _test_in_python_env(
+    settings: Settings, dag, task, ctx: TaskContext, logger, out: MaskedStream
+) -> int:
     from orchestrator.engine.runner import _run_command
     from orchestrator.engine.virtualenv_task import run_in_python_env
 
@@ -356,7 +381,7 @@ def _test_in_python_env(settings: Settings, dag, task, ctx: TaskContext, logger)
         "venv_installer": settings.venv_installer,
         "max_result_bytes": settings.max_result_bytes,
     }
-    outcome = run_in_python_env(task, job, ctx, _Terminal(), logger, _run_command)
+    outcome = run_in_python_env(task, job, ctx, _Terminal(out), logger, _run_command)
     if not outcome["ok"]:
         return 1
     print(outcome["result"] if outcome["result"] is not None else "null")

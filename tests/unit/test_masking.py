@@ -134,7 +134,8 @@ def test_the_masked_stream_holds_back_only_what_may_begin_a_secret():
     """Issue 31: MaskedStream (what `tasks test` prints a try's output through) had no
     test of its own. Text that cannot begin a secret is written at once; the end of a
     write that may begin one waits for the next write (the second of two "s" begins
-    it here), or for flush, which writes it as it is."""
+    it here), or for finish (the end of the output), which writes it as it is; flush
+    alone does not release it (issue 24 item 4)."""
     out = io.StringIO()
     masker = Masker()
     masker.add("s3cret!")
@@ -150,6 +151,8 @@ def test_the_masked_stream_holds_back_only_what_may_begin_a_secret():
     assert out.getvalue() == "call sx pw=s*** ok "
     stream.write("tail s3")
     stream.flush()
+    assert out.getvalue() == "call sx pw=s*** ok tail "
+    stream.finish()
     assert out.getvalue() == "call sx pw=s*** ok tail s3"
     plain = io.StringIO()
     MaskedStream(plain, Masker()).write("no secret known: s3cret!")
