@@ -108,7 +108,7 @@ def _exchange(request: Any, timeout: float, limit: int) -> tuple[Any, bytes, boo
     it failed. The exchange runs in a daemon thread; at the deadline its socket is shut
     down so the thread ends too."""
     deadline = time.monotonic() + timeout
-    session = requests.Session()
+    session, sockets = _tracked_session()
     box: dict[str, Any] = {}
     done = threading.Event()
 
@@ -148,6 +148,9 @@ def _exchange(request: Any, timeout: float, limit: int) -> tuple[Any, bytes, boo
     finished = done.wait(max(deadline - time.monotonic(), 0.0))
     if not finished or box.get("late"):
         _abort(box.get("response"))
+        for sock in sockets:  # before the headers came there is no response to abort
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
         session.close()
         if "response" not in box:
             return f"no response within {timeout:g} s (timeout)"
@@ -170,6 +173,38 @@ def _exchange(request: Any, timeout: float, limit: int) -> tuple[Any, bytes, boo
     else:
         response.close()
     return response, box["body"], box["over"]
+
+
+def _tracked_session() -> tuple[requests.Session, list[socket.socket]]:
+    """A session whose connections put their sockets in the list it returns as they
+    connect, so a deadline can shut down one still waiting for its headers."""
+    from urllib3.connection import HTTPConnection, HTTPSConnection
+    from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
+
+    sockets: list[socket.socket] = []
+
+    class Tracked(HTTPConnection):
+        def connect(self) -> None:
+            super().connect()
+            sockets.append(self.sock)
+
+    class TrackedTLS(HTTPSConnection):
+        def connect(self) -> None:
+            super().connect()
+            sockets.append(self.sock)
+
+    class Pool(HTTPConnectionPool):
+        ConnectionCls = Tracked
+
+    class TLSPool(HTTPSConnectionPool):
+        ConnectionCls = TrackedTLS
+
+    session = requests.Session()
+    for adapter in session.adapters.values():
+        classes = dict(adapter.poolmanager.pool_classes_by_scheme)
+        classes.update(http=Pool, https=TLSPool)
+        adapter.poolmanager.pool_classes_by_scheme = classes
+    return session, sockets
 
 
 def _abort(response: Any) -> None:

@@ -62,6 +62,14 @@ def trickle(server: RawServer, conn: socket.socket) -> None:
         time.sleep(0.25)
 
 
+def slow_headers(server: RawServer, conn: socket.socket) -> None:
+    """The status line, then headers one byte every 0.2 s (about 8 s), never a body."""
+    conn.sendall(b"HTTP/1.1 200 OK\r\n")
+    for byte in b"X-Slow: " + b"z" * 40 + b"\r\n\r\n":
+        conn.sendall(bytes([byte]))
+        time.sleep(0.2)
+
+
 def endless(server: RawServer, conn: socket.socket) -> None:
     """200 OK claiming 200 MB, sent as fast as the client reads."""
     conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n"
@@ -97,6 +105,19 @@ def test_a_trickling_body_fails_at_the_deadline_not_when_it_ends(harness, write_
     [tr] = harness.store.tries(run.run_id, "call")
     assert "response: HTTP" not in _log(harness, run.run_id, "call")
     assert tr.try_number == 1
+
+
+def test_trickling_headers_fail_at_the_deadline_too(harness, write_dag, raw_server):
+    server = raw_server(slow_headers)
+    url = f"http://127.0.0.1:{server.port}/h"
+    source = _dag(f'    dag.http("call", "{url}", timeout=timedelta(seconds=1))')
+    run = _run(harness, write_dag, source)
+    ti = harness.store.task_instance(run.run_id, "call")
+    assert ti.state == "failed" and "no response within 1 s (timeout)" in ti.error
+    assert not server.finished.is_set()  # the try ended while the server was still at it
+    # and the connection was shut down: the server is cut off long before its 8 s
+    assert server.finished.wait(5)
+    assert server.sent == 0
 
 
 def test_an_endless_body_is_not_read_past_the_limit(harness, write_dag, raw_server):
