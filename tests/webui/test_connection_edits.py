@@ -75,3 +75,10 @@ def test_a_new_destination_with_the_password_given_again_takes_it(
     SENDERS[how](client, csrf, STORED | {"host": "db2.internal", "password": "new-pass-123"})
     conn = store.get_connection("wh", box_of(settings))
     assert (conn.host, conn.password, conn.extra) == ("db2.internal", "new-pass-123", {})
+
+
+@pytest.mark.usefixtures("stored")
+def test_the_edit_form_says_when_a_blank_password_is_kept(client):
+    page = client.get("/connections?edit=wh").get_data(as_text=True)
+    assert page.count("blank keeps the stored one while type, host, port and login stay") == 2
+    assert SECRET not in page
