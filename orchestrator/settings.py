@@ -16,6 +16,21 @@ from typing import Any
 
 from orchestrator.errors import ConfigError
 
+
+def flag(raw: object) -> bool:
+    """A yes/no setting: 1/true/yes/on or 0/false/no/off (any case)."""
+    if isinstance(raw, bool):
+        return raw
+    text = str(raw).strip().lower()
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off", ""):
+        return False
+    raise ValueError(raw)
+
+
+flag.__name__ = "yes/no (1, true, yes, on / 0, false, no, off)"
+
 # name -> (type, default, help). Defaults that depend on the state folder are None here.
 # numbers that may be 0 (every other one must be > 0)
 ZERO_ALLOWED = frozenset({"worker_prefetch"})
@@ -248,6 +263,28 @@ FIELDS: dict[str, tuple[type, Any, str]] = {
         30.0,
         "longest wait, seconds, between an asset watcher's reconnects to its broker",
     ),
+    # issue 24: task isolation, keys outside the state folder
+    "task_user": (
+        str,
+        None,
+        "OS user the worker runs task processes (and DAG file imports) as; the worker "
+        "must run as root to switch to it",
+    ),
+    "allow_root_tasks": (
+        flag,
+        False,
+        "let a worker running as root, without task_user, run tasks as root",
+    ),
+    "secrets_key_file": (
+        str,
+        None,
+        "file of the Fernet key(s) when secrets_key is not set; default <state_dir>/secrets_key",
+    ),
+    "web_secret_file": (
+        str,
+        None,
+        "file of the key that signs web UI sessions; default <state_dir>/webui_secret",
+    ),
 }
 
 
@@ -328,6 +365,11 @@ class Settings:
     watcher_max_backoff: float = 30.0
     # issue 24: the absolute lifetime of a web session
     web_session_max_seconds: float = 604800.0
+    # issue 24: task isolation, keys outside the state folder
+    task_user: str | None = None
+    allow_root_tasks: bool = False
+    secrets_key_file: str | None = None
+    web_secret_file: str | None = None
 
     @property
     def log_dir(self) -> str:
@@ -357,6 +399,9 @@ class Settings:
                 value = kind(raw)
             except (TypeError, ValueError):
                 raise ConfigError(f"{source}: expected {kind.__name__}, got {raw!r}") from None
+            if kind is flag:
+                values[name] = value
+                continue
             if kind in (int, float) and (value < 0 if name in ZERO_ALLOWED else value <= 0):
                 bound = ">= 0" if name in ZERO_ALLOWED else "> 0"
                 raise ConfigError(f"{source}: must be {bound}, got {raw!r}")
@@ -366,6 +411,9 @@ class Settings:
         if not values["database_url"]:
             path = os.path.join(values["state_dir"], "orchestrator.db")
             values["database_url"] = f"sqlite:///{path}"
+        for name in ("secrets_key_file", "web_secret_file"):  # issue 24
+            if values[name]:
+                values[name] = os.path.abspath(os.path.join(cwd, values[name]))
         # issue 16: the virtualenv cache folder and its builder
         venvs = values["venv_cache_dir"] or os.path.join(values["state_dir"], "venvs")
         values["venv_cache_dir"] = os.path.abspath(os.path.join(cwd, venvs))

@@ -71,7 +71,7 @@ def create_app(
     app = Flask(__name__)
     app.url_map.converters["int"] = PathInt  # before any route: every <int:...> is bounded
     app.config.update(
-        SECRET_KEY=load_or_create_secret(settings.state_dir),
+        SECRET_KEY=load_or_create_secret(settings.state_dir, settings.web_secret_file),
         SESSION_COOKIE_HTTPONLY=True,
         SESSION_COOKIE_SAMESITE="Lax",
         COOKIE_SECURE_MODE=settings.web_secure_cookie,

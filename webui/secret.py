@@ -23,15 +23,19 @@ SECRET_FILE = "webui_secret"
 _VALID = re.compile(r"[0-9a-f]{64,}")
 
 
-def load_or_create_secret(state_dir: str) -> str:
-    """Return the key in ``<state_dir>/webui_secret``, creating the file if missing.
+def load_or_create_secret(state_dir: str, path: str | None = None) -> str:
+    """Return the key in ``path`` (default ``<state_dir>/webui_secret``), creating the
+    file if missing.
 
     Creation is atomic (a private temporary file hard-linked into place), so two
     processes starting at once end up with the same key and nobody reads a half
     written file.
     """
-    os.makedirs(state_dir, mode=0o700, exist_ok=True)
-    path = os.path.join(state_dir, SECRET_FILE)
+    if path is None:  # the web_secret_file setting may put it elsewhere (issue 24)
+        os.makedirs(state_dir, mode=0o700, exist_ok=True)
+        path = os.path.join(state_dir, SECRET_FILE)
+    else:
+        os.makedirs(os.path.dirname(os.path.abspath(path)), mode=0o700, exist_ok=True)
     if not os.path.exists(path):
         _create(path)
     return _read(path)

@@ -152,6 +152,8 @@ def controls_of_task(t: Any) -> dict[str, Any]:
         out["max_active_tis_per_dag"] = t.max_active_tis_per_dag
     if t.kind == "shell" and t.skip_on_exit_code != SKIP_EXIT_CODE:
         out["skip_on_exit_code"] = t.skip_on_exit_code
+    if getattr(t, "run_as_user", None):  # issue 24
+        out["run_as_user"] = t.run_as_user
     return out
 
 
@@ -176,6 +178,7 @@ def task_controls_from(t: dict[str, Any]) -> dict[str, Any]:
         "depends_on_past": t.get("depends_on_past", False),
         "max_active_tis_per_dag": t.get("max_active_tis_per_dag"),
         "skip_on_exit_code": t.get("skip_on_exit_code", SKIP_EXIT_CODE),
+        "run_as_user": t.get("run_as_user"),
     }
 
 
@@ -233,6 +236,7 @@ class TaskSpec:
     depends_on_past: bool = False
     max_active_tis_per_dag: int | None = None
     skip_on_exit_code: int | None = SKIP_EXIT_CODE
+    run_as_user: str | None = None  # issue 24: the OS user its try runs as (else task_user)
     # issue 25: setup and teardown tasks (authoring/setup_teardown.py)
     is_setup: bool = False
     is_teardown: bool = False

@@ -22,6 +22,7 @@ off) is skipped, like Airflow's BashOperator. The options checked here:
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 from typing import Any
 
@@ -119,3 +120,20 @@ def is_gated(task: Any, dag_max_active_tasks: int | None) -> bool:
         or getattr(task, "max_active_tis_per_dag", None)
         or dag_max_active_tasks
     )
+
+
+_OS_USER = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,31}$")
+
+
+def run_as_user_option(owner: str, value: Any, where: Any) -> str | None:
+    """``run_as_user=`` (issue 24): an OS user name or uid, checked for its shape here;
+    the worker resolves it (a task user it cannot become fails the try, named)."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or not _OS_USER.fullmatch(value):
+        raise DagDefinitionError(
+            f"task {owner!r}: run_as_user must be an OS user name or uid, got {value!r}",
+            fileloc=where[0],
+            lineno=where[1],
+        )
+    return value

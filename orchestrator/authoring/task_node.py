@@ -76,6 +76,7 @@ class Task(Wiring):
         depends_on_past: bool = False,
         max_active_tis_per_dag: int | None = None,
         skip_on_exit_code: int | None = SKIP_EXIT_CODE,
+        run_as_user: str | None = None,
         sensor: dict[str, Any] | None = None,
         check: dict[str, Any] | None = None,
         where: tuple[str | None, int | None] | None = None,
@@ -160,6 +161,8 @@ class Task(Wiring):
         self.depends_on_past: bool = controls["depends_on_past"]
         self.max_active_tis_per_dag: int | None = controls["max_active_tis_per_dag"]
         self.skip_on_exit_code: int | None = controls["skip_on_exit_code"]
+        # issue 24: the OS user its task process runs as (Airflow's name); None: task_user
+        self.run_as_user = task_controls.run_as_user_option(self.task_id, run_as_user, where)
         self.alerts, _, self.callbacks = alert_options(
             f"task {task_id!r}", alerts, None, hooks, where
         )

@@ -129,6 +129,10 @@ def load_settings(args: argparse.Namespace) -> Settings:
         overrides["web_port"] = args.port
     if getattr(args, "concurrency", None):
         overrides["worker_concurrency"] = args.concurrency
+    if getattr(args, "allow_root_tasks", None):  # issue 24
+        overrides["allow_root_tasks"] = True
+    if getattr(args, "task_user", None):
+        overrides["task_user"] = args.task_user
     return Settings.load(**overrides)
 
 

@@ -25,6 +25,7 @@ def register(sub: Any, parents: Parents) -> None:
         action="store_true",
         help="start an empty database even where the state folder records that one existed",
     )
+    _task_user_flags(p)
     p.set_defaults(handler=cmd_standalone, long_running=True)
 
     db = sub.add_parser("db", help="the metadata database").add_subparsers(
@@ -48,6 +49,7 @@ def register(sub: Any, parents: Parents) -> None:
     p = parents.add(sub, "worker", "run a worker until stopped")
     p.add_argument("--concurrency", type=whole(1, 4096), default=None, help="task processes")
     p.add_argument("--queues", default="default", help="comma-separated queues (default: default)")
+    _task_user_flags(p)
     p.set_defaults(handler=cmd_worker, long_running=True)
     p = parents.add(
         sub, "triggerer", "run a triggerer (deferred tasks' triggers, asset watchers) until stopped"
@@ -61,6 +63,15 @@ def register(sub: Any, parents: Parents) -> None:
     p.add_argument("--host", default=None)
     p.add_argument("--port", type=whole(1, 65535), default=None)
     p.set_defaults(handler=cmd_webserver, long_running=True)
+
+
+def _task_user_flags(p: Any) -> None:
+    """issue 24: who tasks run as (engine/task_user.py)."""
+    p.add_argument("--task-user", default=None, help="OS user task processes run as")
+    p.add_argument(
+        "--allow-root-tasks", action="store_true", default=None,
+        help="run tasks as root when this runs as root without a task user",
+    )  # fmt: skip
 
 
 def cmd_standalone(args: argparse.Namespace, settings: Settings) -> int:
@@ -131,7 +142,9 @@ def cmd_scheduler(args: argparse.Namespace, settings: Settings) -> int:
 
 def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
     from orchestrator.engine.services import install_stop_handlers, run_worker
+    from orchestrator.engine.task_user import check_task_user
 
+    check_task_user(settings)  # issue 24: before anything opens or starts
     store = open_store(settings)
     queues = tuple(q.strip() for q in args.queues.split(",") if q.strip())
     if not queues:
@@ -155,10 +168,12 @@ def cmd_triggerer(args: argparse.Namespace, settings: Settings) -> int:
 def cmd_webserver(args: argparse.Namespace, settings: Settings) -> int:
     from orchestrator.engine.secrets_chain import check_key
     from orchestrator.engine.services import install_stop_handlers, web_ui
+    from orchestrator.engine.task_user import protect_this_process
 
     create_app, serve = web_ui().create_app, web_ui("server").serve
     store = open_store(settings)
     check_key(store, settings)  # a wrong secrets key refuses to start
+    protect_this_process()  # issue 24: /proc/<pid> is root's (engine/task_user.py)
     stop = threading.Event()
     install_stop_handlers(stop)
     serve(

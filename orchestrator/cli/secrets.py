@@ -46,12 +46,12 @@ def cmd_secrets(args: argparse.Namespace, settings: Settings) -> int:
             "first key of ORCHESTRATOR_SECRETS_KEY; the other keys may now be removed"
         )
         return 0
-    path = key_file(settings.state_dir)
+    path = key_file(settings.state_dir, settings.secrets_key_file)
     old = box_of(settings)  # made if missing: then there is nothing to re-encrypt
     store.check_secrets_key(old)
     new_key = Fernet.generate_key().decode()
     create_key_file(path, [new_key, *read_key_file(path)])  # both decrypt meanwhile
-    variables, connections = store.rotate_secrets_key(load_box(None, settings.state_dir))
+    variables, connections = store.rotate_secrets_key(load_box(None, settings.state_dir, path=path))
     create_key_file(path, [new_key])
     print(
         f"re-encrypted {variables} variable(s) and {connections} connection(s) with a new "

@@ -31,6 +31,7 @@ from typing import Any
 from orchestrator.authoring.loader import display_path
 from orchestrator.engine.runner import parse_server
 from orchestrator.engine.task_processes import describe_exit
+from orchestrator.engine.task_user import TaskUser
 from orchestrator.engine.taskenv import EnvPolicy
 
 Payload = dict[str, Any]
@@ -75,8 +76,10 @@ class ParsePool:
         timeout: float,
         root: str,
         env_policy: EnvPolicy | None = None,
+        user: TaskUser | None = None,
     ) -> None:
         self.ctx = ctx
+        self.user = user  # task_user: DAG files are imported as it (issue 24)
         self.size = max(1, size)
         self.timeout = timeout
         self.root = root
@@ -93,7 +96,7 @@ class ParsePool:
     def _start(self) -> _Child:
         parent, child = self.ctx.Pipe()
         process = self.ctx.Process(
-            target=parse_server, args=(child, self.root, self.env_policy), daemon=True
+            target=parse_server, args=(child, self.root, self.env_policy, self.user), daemon=True
         )
         process.start()
         child.close()

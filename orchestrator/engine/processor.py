@@ -29,6 +29,7 @@ from orchestrator.authoring.template_files import signatures
 from orchestrator.engine.parse_pool import ParsePool
 from orchestrator.engine.start_environ import hide_start_environment
 from orchestrator.engine.task_processes import mp_context, start_forkserver
+from orchestrator.engine.task_user import resolve as resolve_task_user
 from orchestrator.engine.taskenv import EnvPolicy
 from orchestrator.settings import Settings
 from orchestrator.store import Store
@@ -113,6 +114,10 @@ class DagProcessor:
         hide_start_environment()  # DAG files run as this user: /proc/<pid>/environ
         self._ctx = mp_context()
         start_forkserver(EnvPolicy.for_settings(settings))  # no secrets in its environ
+        # issue 24: DAG files run user code too: imported as task_user when one is set
+        # and this process may become it (root)
+        user = resolve_task_user(settings.task_user)
+        self._task_user = user if user is not None and os.geteuid() in (0, user.uid) else None
 
     def scan(
         self, now: datetime, *, force: bool = False, stop: threading.Event | None = None
@@ -135,6 +140,7 @@ class DagProcessor:
                 timeout=self.settings.parse_timeout,
                 root=self.settings.dags_folder,
                 env_policy=EnvPolicy.for_settings(self.settings),
+                user=self._task_user,
             ) as pool:
                 pool.submit(changed)
                 files = self._drain(pool, scan, files, now, stop)

@@ -23,6 +23,7 @@ import sys
 import traceback
 from datetime import datetime
 from multiprocessing.connection import Connection
+from multiprocessing.reduction import recv_handle
 from typing import Any
 
 from orchestrator.authoring.loader import DagImportError, display_path, load_file, read_source
@@ -33,6 +34,7 @@ from orchestrator.engine.masking import Masker, mask_outcome
 from orchestrator.engine.proctree import become_subreaper, end_descendants
 from orchestrator.engine.sensor_try import SensorWait, run_sensor
 from orchestrator.engine.task_hooks import controlled, run_hook, skipped
+from orchestrator.engine.task_user import TaskUser, become
 from orchestrator.engine.taskenv import EnvPolicy
 from orchestrator.engine.tasklog import CappedLog
 from orchestrator.engine.virtualenv_task import run_in_python_env
@@ -68,6 +70,17 @@ def _release_forkserver() -> None:
             os.close(fd)
 
 
+def _become(user: TaskUser | None) -> str | None:
+    """Become ``user`` (a task or parse child, first thing); why not, or None."""
+    if user is None:
+        return None
+    try:
+        become(user)
+    except OSError as exc:
+        return f"cannot become task user {user.name!r}: {exc}"
+    return None
+
+
 def _child_setup() -> None:
     die_with_parent()
     _release_forkserver()
@@ -77,7 +90,12 @@ def _child_setup() -> None:
 
 
 # -- DAG parsing --------------------------------------------------------------------------
-def parse_server(conn: Connection, root: str, env_policy: EnvPolicy | None = None) -> None:
+def parse_server(
+    conn: Connection,
+    root: str,
+    env_policy: EnvPolicy | None = None,
+    user: TaskUser | None = None,
+) -> None:
     """Parse DAG files, one at a time, until the parent hangs up (a parse pool child).
 
     Between files it forgets what the last one imported from ``root`` (the DAG module
@@ -86,8 +104,12 @@ def parse_server(conn: Connection, root: str, env_policy: EnvPolicy | None = Non
     child with it: the parent reports that file and starts a new child for the rest.
     A copy of this process forked by a DAG file gets the channel closed and exits when
     the import returns: it can never answer for a file. DAG files see the environment
-    tasks see (``task_env_deny`` / ``task_env_allow``).
+    tasks see (``task_env_deny`` / ``task_env_allow``), as the user tasks run as
+    (``task_user``).
     """
+    refused = _become(user)
+    if refused:
+        raise SystemExit(refused)  # the pool reports the file as its child died
     _child_setup()
     (env_policy or EnvPolicy()).apply_to_this_process()
     os.register_at_fork(after_in_child=conn.close)
@@ -122,6 +144,13 @@ def parse_one(path: str, root: str) -> dict[str, Any]:
     from orchestrator.authoring.spec import serialize_dag
 
     path = os.path.abspath(path)
+    if not inside_folder(path, root):  # issue 24: never read (nor quote) what it points at
+        return {
+            "error": f"{display_path(path)}: a symlink that leads out of the dags folder "
+            "is not followed (its target is neither read nor imported)",
+            "traceback": None,
+            "template_files": [],
+        }
     source = read_source(path)  # one object for all of the file's DAGs: pickled once
     modules, search_path = set(sys.modules), list(sys.path)
     importlib.invalidate_caches()  # see helper files created since the last file
@@ -147,6 +176,12 @@ def parse_one(path: str, root: str) -> dict[str, Any]:
     return payload
 
 
+def inside_folder(path: str, root: str) -> bool:
+    """Whether ``path``, symlinks resolved, is inside the folder ``root``."""
+    real_root = os.path.join(os.path.realpath(root), "")
+    return os.path.realpath(path).startswith(real_root)
+
+
 def _forget_imports(before: set[str], root: str) -> None:
     """Drop the modules imported since ``before`` that live under ``root`` (or nowhere)."""
     prefix = os.path.join(os.path.abspath(root), "")
@@ -160,7 +195,9 @@ def _forget_imports(before: set[str], root: str) -> None:
 
 
 # -- running tries ------------------------------------------------------------------------
-def task_child(conn: Connection, env_policy: EnvPolicy | None = None) -> None:
+def task_child(
+    conn: Connection, env_policy: EnvPolicy | None = None, user: TaskUser | None = None
+) -> None:
     """Serve task tries, one at a time, until the parent hangs up.
 
     Every reply is ``(tag, pid, outcome)``: the tag of the job it answers (its try) and
@@ -169,7 +206,12 @@ def task_child(conn: Connection, env_policy: EnvPolicy | None = None) -> None:
     closed (``os.register_at_fork``) and, if it returns from the task function, exits
     there; whatever a try left running is ended before its outcome is sent
     (:mod:`orchestrator.engine.proctree`).
+
+    With a ``user`` (``task_user``), this process becomes that OS user first, before
+    any user code (:mod:`orchestrator.engine.task_user`); each try's log file arrives
+    open from the worker, after the job, so nothing here opens the state folder.
     """
+    refused = _become(user)
     _child_setup()
     become_subreaper()
     (env_policy or EnvPolicy()).apply_to_this_process()
@@ -186,6 +228,12 @@ def task_child(conn: Connection, env_policy: EnvPolicy | None = None) -> None:
             return
         masker = Masker()  # this try's secrets, masked in its log, error and result
         try:
+            if type(job) is dict and job.get("log_fd"):
+                job["log_fd"] = recv_handle(conn)  # the worker opened the log file
+            if refused:
+                if type(job.get("log_fd")) is int:
+                    os.close(job["log_fd"])
+                raise OSError(refused)
             outcome = run_try(job, cache, masker, _asker(conn, job.get("tag"), me), capture)
         except Exception as exc:  # noqa: BLE001 - e.g. the log file cannot be opened
             outcome = {
@@ -231,7 +279,9 @@ def run_try(
 
     me = os.getpid()
     masker = masker if masker is not None else Masker()
-    logfile = CappedLog(job["log_file"], job.get("max_log_bytes") or _NO_CAP, masker)
+    fd = job.get("log_fd")
+    limit = job.get("max_log_bytes") or _NO_CAP
+    logfile = CappedLog(job["log_file"], limit, masker, fd=fd if type(fd) is int else None)
     if capture is not None:
         capture.attach(logfile)
     # one logger for every try this child runs (a logger per task would make each

@@ -23,6 +23,7 @@ from orchestrator.engine.processor import DagProcessor
 from orchestrator.engine.scheduler import Scheduler
 from orchestrator.engine.secrets_chain import check_key
 from orchestrator.engine.start_environ import hide_start_environment
+from orchestrator.engine.task_user import check_task_user, protect_this_process
 from orchestrator.engine.worker import Worker
 from orchestrator.errors import ConfigError
 from orchestrator.observability.alerts.delivery import start_alert_thread
@@ -111,6 +112,7 @@ def run_scheduler(
     from orchestrator.engine import wakeup
 
     hide_start_environment()  # before any thread: engine/start_environ.py
+    protect_this_process()  # issue 24: /proc/<pid> is root's (engine/task_user.py)
     clock = clock or SystemClock()
     store.db_clock = True
     wake = threading.Event()
@@ -141,6 +143,8 @@ def run_worker(
     from orchestrator.engine import wakeup
 
     hide_start_environment()  # before any thread: engine/start_environ.py
+    check_task_user(settings)  # issue 24: never tasks as root unasked
+    protect_this_process()
     check_key(store, settings)  # a wrong secrets key refuses to start
     wake = wakeup.WakeEvent()  # a busy worker waits on it together with its tasks
     notifier = wakeup.Notifier(store.url)
@@ -239,6 +243,8 @@ def standalone(
     create_app, serve = web_ui().create_app, web_ui("server").serve
     check_login_possible(settings)  # before the database is migrated or a thread starts
     hide_start_environment()  # before any thread: engine/start_environ.py
+    check_task_user(settings, "standalone")  # issue 24: never tasks as root unasked
+    protect_this_process()
     clock = clock or SystemClock()
     stop = stop or threading.Event()
     prepare_database(settings, new_database=new_database)

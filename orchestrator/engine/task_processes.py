@@ -13,11 +13,16 @@ import os
 import signal
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
+from multiprocessing.reduction import send_handle
 from typing import Any
 
 from orchestrator.engine.proctree import kill_tree
 from orchestrator.engine.runner import task_child
+from orchestrator.engine.task_user import TaskUser
+from orchestrator.engine.task_user import resolve as resolve_task_user
 from orchestrator.engine.taskenv import EnvPolicy
+from orchestrator.engine.tasklog import open_try_log
+from orchestrator.errors import ConfigError
 from orchestrator.store.core.records import Claim
 
 
@@ -66,6 +71,7 @@ class TaskSlot:
     timeout: float | None = None  # seconds, for the message
     confirmed: float = 0.0  # monotonic time the lease was last confirmed (claim, heartbeat)
     started: float = 0.0  # monotonic time the current try was handed to the child
+    user: TaskUser | None = None  # the OS user the child runs as (None: the worker's)
 
     def kill(self) -> None:
         """Kill the task child, its process group and every process it started."""
@@ -82,23 +88,68 @@ class TaskSlot:
 class TaskProcesses:
     """Starting, reusing and replacing the task processes (``Worker``'s idle and busy slots)."""
 
-    def _spawn(self) -> TaskSlot:
+    _task_user: TaskUser | None = None  # task_user: every task process runs as it
+
+    def _send_job(self, slot: TaskSlot, job: dict[str, Any]) -> None:
+        """Send a try's job, then its log file, opened here (the task process, maybe
+        another OS user, never opens the state folder)."""
+        fd = open_try_log(job["log_file"])
+        try:
+            slot.conn.send(job | {"log_fd": True})
+            send_handle(slot.conn, fd, slot.process.pid)
+        finally:
+            os.close(fd)
+
+    def _spawn(self, user: TaskUser | None | bool = True) -> TaskSlot:
+        """A new task process, as ``user`` (default: the worker's ``task_user``)."""
+        who = self._task_user if user is True else user or None
         parent, child = self._ctx.Pipe()
         process = self._ctx.Process(
-            target=task_child, args=(child, self._env_policy), daemon=True, name="task-runner"
+            target=task_child,
+            args=(child, self._env_policy, who),
+            daemon=True,
+            name="task-runner",
         )
         process.start()
         child.close()
-        return TaskSlot(process, parent)
+        return TaskSlot(process, parent, user=who)
 
-    def _free_slot(self) -> TaskSlot:
+    def _free_slot(self, user: TaskUser | None | bool = True) -> TaskSlot:
+        """An idle task process running as ``user`` (default: ``task_user``); one of
+        another user is ended to make room for a new one (issue 24: ``run_as_user``)."""
+        who = self._task_user if user is True else user or None
+        others: list[TaskSlot] = []
+        found = None
         while self._idle:
             slot = self._idle.pop()
-            if slot.process.is_alive() and not slot.conn.poll():
-                return slot
-            # dead, or something spoke on the channel of an idle child: not to be trusted
-            slot.kill()
-        return self._spawn()
+            if not slot.process.is_alive() or slot.conn.poll():
+                # dead, or something spoke on the channel of an idle child: not to be trusted
+                slot.kill()
+            elif slot.user == who:
+                found = slot
+                break
+            else:
+                others.append(slot)
+        if found is None and others:
+            others.pop(0).kill()  # the number of processes stays worker_concurrency
+        self._idle.extend(others)
+        return found if found is not None else self._spawn(who)
+
+    def _user_for(self, name: str | None) -> TaskUser | None:
+        """The OS user a task's ``run_as_user`` names (None: ``task_user``); ConfigError
+        when this worker cannot start a process as it, or it is root unasked."""
+        if not name:
+            return self._task_user
+        user = resolve_task_user(name, "run_as_user")
+        assert user is not None
+        if user.uid == 0 and not self.settings.allow_root_tasks:
+            raise ConfigError(f"run_as_user {name!r} is root (see --allow-root-tasks)")
+        if os.geteuid() not in (0, user.uid):
+            raise ConfigError(
+                f"run_as_user {name!r}: the worker must run as root to start a task "
+                f"process as another user (it runs as uid {os.geteuid()})"
+            )
+        return user
 
     def warm_up(self) -> None:
         """Start the task children now, so the first tries do not wait for them

@@ -21,6 +21,12 @@ from orchestrator.engine.masking import Masker
 from orchestrator.state_folder import make_private_dir
 
 
+def open_try_log(path: str) -> int:
+    """Open (create, 0600 in 0700 folders) a try's log file for appending."""
+    make_private_dir(os.path.dirname(path))
+    return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
+
+
 class CappedLog(io.TextIOBase):
     """A text stream (for ``print``, logging, ``redirect_stdout``) over a capped file.
 
@@ -30,9 +36,12 @@ class CappedLog(io.TextIOBase):
     bytes at the end of a write that may begin a secret wait for the next write.
     """
 
-    def __init__(self, path: str, limit: int, masker: Masker | None = None) -> None:
-        make_private_dir(os.path.dirname(path))
-        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
+    def __init__(
+        self, path: str, limit: int, masker: Masker | None = None, *, fd: int | None = None
+    ) -> None:
+        # ``fd``: the file opened by the worker (open_try_log) and handed over; the
+        # task process then never opens anything in the state folder (issue 24)
+        self._fd = open_try_log(path) if fd is None else fd
         self.limit = limit
         self.written = 0  # bytes of this try's output written
         self.dropped = 0  # bytes of it dropped past the cap

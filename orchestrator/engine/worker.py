@@ -32,6 +32,7 @@ from orchestrator.engine.task_processes import (
     mp_context,
     start_forkserver,
 )
+from orchestrator.engine.task_user import resolve as resolve_task_user
 from orchestrator.engine.taskenv import EnvPolicy
 from orchestrator.engine.worker_jobs import Dispatching
 from orchestrator.engine.worker_leases import LeaseKeeping
@@ -82,6 +83,7 @@ class Worker(TaskProcesses, LeaseKeeping, Prefetching, Dispatching, Rounds):
         self._ctx = mp_context()
         self._env_policy = EnvPolicy.for_settings(settings)
         start_forkserver(self._env_policy)  # and the resource tracker, without secrets
+        self._task_user = resolve_task_user(settings.task_user)  # issue 24
         self._idle: list[TaskSlot] = []
         self._busy: list[TaskSlot] = []
         self._last_heartbeat = time.monotonic()

@@ -36,6 +36,7 @@ class Dispatching:
                 else []
             )
             mapped = mapped_job(spec, task, claim)  # engine/mapped_job.py (issue 14)
+            user = self._user_for(task.run_as_user)  # issue 24: who its process runs as
         except Exception as exc:  # noqa: BLE001
             self.store.finish_failure(claim, f"cannot prepare the try: {exc}", None, now)
             return
@@ -88,22 +89,22 @@ class Dispatching:
             "next_method": claim.next_method,
             "next_kwargs": claim.next_kwargs,
         }
-        slot = self._free_slot()
+        slot = self._free_slot(user)
         slot.claim = claim
         slot.confirmed = slot.started = time.monotonic()
         timeout = task.timeout.total_seconds() if task.timeout else None
         slot.deadline = time.monotonic() + timeout if timeout else None
         slot.timeout = timeout
         try:
-            slot.conn.send(job)
+            self._send_job(slot, job)
         except (BrokenPipeError, OSError):
             slot.kill()
-            slot = self._spawn()
+            slot = self._spawn(user)
             slot.claim = claim
             slot.confirmed = slot.started = time.monotonic()
             slot.deadline = time.monotonic() + timeout if timeout else None
             slot.timeout = timeout
-            slot.conn.send(job)
+            self._send_job(slot, job)
         self._busy.append(slot)
         self._logs.start(claim.ti_id, claim.try_number, job["log_file"])
         log.info(

@@ -77,13 +77,21 @@ _cache: dict[tuple, SecretBox] = {}
 _lock = threading.Lock()
 
 
-def key_file(state_dir: str) -> str:
-    return os.path.join(state_dir, KEY_FILE)
+def key_file(state_dir: str, path: str | None = None) -> str:
+    """``path`` (the ``secrets_key_file`` setting), else ``<state_dir>/secrets_key``."""
+    return path or os.path.join(state_dir, KEY_FILE)
 
 
-def load_box(secrets_key: str | None, state_dir: str, *, create: bool = True) -> SecretBox:
-    """The box of the setting, else of ``<state_dir>/secrets_key`` (made if missing and
-    ``create``). The file is read again when it changes (after ``rotate-key``)."""
+def load_box(
+    secrets_key: str | None,
+    state_dir: str,
+    *,
+    create: bool = True,
+    path: str | None = None,
+) -> SecretBox:
+    """The box of the setting, else of the key file (``path``, default
+    ``<state_dir>/secrets_key``; made if missing and ``create``). The file is read
+    again when it changes (after ``rotate-key``)."""
     if secrets_key:
         keys = [k for k in secrets_key.split(",") if k.strip()]
         ident: tuple = ("setting", tuple(keys))
@@ -91,7 +99,7 @@ def load_box(secrets_key: str | None, state_dir: str, *, create: bool = True) ->
             if ident not in _cache:
                 _cache[ident] = SecretBox(keys, "ORCHESTRATOR_SECRETS_KEY")
             return _cache[ident]
-    path = key_file(state_dir)
+    path = key_file(state_dir, path)
     if not os.path.exists(path):
         if not create:
             raise SecretsKeyError(f"no secrets key: {path} does not exist")
@@ -110,6 +118,7 @@ def box_of(settings: object, *, create: bool = True) -> SecretBox:
         getattr(settings, "secrets_key", None),
         settings.state_dir,
         create=create,  # type: ignore[attr-defined]
+        path=getattr(settings, "secrets_key_file", None),
     )
 
 
