@@ -19,6 +19,7 @@ from werkzeug.exceptions import HTTPException
 from werkzeug.wrappers import Response
 
 from orchestrator.clock import Clock, SystemClock
+from orchestrator.engine.settings_secrets import settings_masker
 from orchestrator.errors import ConfigError, NotFoundError, StateError
 from orchestrator.settings import Settings
 from orchestrator.store import Store
@@ -26,7 +27,7 @@ from orchestrator.store.core.db import bounded_wait_ended
 from orchestrator.store.core.identity import DatabaseGoneError
 
 from . import formatting, render
-from .current import CLOCK_KEY, LAYOUTS_KEY, SETTINGS_KEY, STORE_KEY
+from .current import CLOCK_KEY, LAYOUTS_KEY, LOG_MASK_KEY, SETTINGS_KEY, STORE_KEY
 from .data import GRID_RUNS
 from .inputs import PathInt
 from .layouts import Layouts
@@ -89,6 +90,8 @@ def create_app(
     app.extensions[SETTINGS_KEY] = settings
     app.extensions[CLOCK_KEY] = clock or SystemClock()
     app.extensions[LAYOUTS_KEY] = Layouts()
+    masker = settings_masker(settings)  # issue 24: the settings' secrets, in try logs
+    app.extensions[LOG_MASK_KEY] = masker.mask if masker else None
     if login_required is None:
         login_required = settings.web_login == "always" or not is_loopback(settings.web_host)
     app.config["LOGIN_REQUIRED"] = login_required

@@ -7,6 +7,7 @@ views without an import circle.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 
 from flask import current_app
@@ -20,6 +21,7 @@ STORE_KEY = "orchestrator_store"
 SETTINGS_KEY = "orchestrator_settings"
 CLOCK_KEY = "orchestrator_clock"
 LAYOUTS_KEY = "orchestrator_layouts"
+LOG_MASK_KEY = "orchestrator_log_mask"
 
 
 def get_store() -> Store:
@@ -35,6 +37,11 @@ def get_settings() -> Settings:
 def get_layouts() -> Layouts:
     """The app's graph layouts, one per DAG version (see :mod:`webui.layouts`)."""
     return current_app.extensions[LAYOUTS_KEY]
+
+
+def get_log_mask() -> Callable[[str], str] | None:
+    """What masks the settings' secrets in the try logs this app shows (issue 24)."""
+    return current_app.extensions.get(LOG_MASK_KEY)
 
 
 def now() -> datetime:

@@ -288,6 +288,7 @@ def task_page(
     log_dir: str,
     stale: timedelta,
     map_index: int | None = None,
+    mask: Any = None,
 ) -> dict[str, Any]:
     """A task instance's page (``map_index``: which instance of a mapped task; None:
     its first)."""
@@ -299,7 +300,7 @@ def task_page(
     spec = store.spec(run.dag_id, run.version_hash)
     task = spec.tasks.get(task_id)
     tries = store.tries(run_id, task_id, ti.map_index)
-    logs = {t.try_number: read_try_log(store, log_dir, t) for t in tries}
+    logs = {t.try_number: read_try_log(store, log_dir, t, mask=mask) for t in tries}
     upstream = list(task.upstream) if task else []
     results = store.results(run_id, upstream)
     command, command_error = ("", "")

@@ -10,7 +10,8 @@ LogChunk(text='...', offset=0, next_offset=1234, missing=False, source='store')
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from typing import Any
 
 TAIL_BYTES = 64 * 1024
@@ -50,10 +51,22 @@ def read_log(
 
 
 def read_try_log(
-    store: Any, log_dir: str, t: Any, offset: int | None = None, limit: int = TAIL_BYTES
+    store: Any,
+    log_dir: str,
+    t: Any,
+    offset: int | None = None,
+    limit: int = TAIL_BYTES,
+    *,
+    mask: Callable[[str], str] | None = None,
 ) -> LogChunk:
     """A try's log (``t``: a TryRecord): the local file if the try ran on this machine,
-    else what its worker shipped to the store; ``missing`` if neither has any."""
+    else what its worker shipped to the store; ``missing`` if neither has any. ``mask``
+    (the settings' secrets, issue 24) is applied to the text; offsets stay the file's."""
+    chunk = _read_try_log(store, log_dir, t, offset, limit)
+    return replace(chunk, text=mask(chunk.text)) if mask and chunk.text else chunk
+
+
+def _read_try_log(store: Any, log_dir: str, t: Any, offset: int | None, limit: int) -> LogChunk:
     local = read_log(log_dir, t.log_path, offset, limit)
     if not local.missing:
         return local

@@ -74,6 +74,16 @@ def _keep_children_light() -> None:
         main_module.__spec__ = importlib.machinery.ModuleSpec("orchestrator.__main__", None)
 
 
+def _mask_settings_secrets(settings: object) -> None:
+    """issue 24: the settings' secrets never reach this command's log lines."""
+    from orchestrator.engine.settings_secrets import settings_masker
+    from orchestrator.observability.logging_setup import mask_with
+
+    masker = settings_masker(settings)
+    if masker:
+        mask_with(masker.mask)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     _keep_children_light()
     restrict_umask()  # issue 24: what any command creates is its user's alone
@@ -88,6 +98,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         logging.getLogger().setLevel(logging.WARNING if not args.log_level else level)
     try:
         settings = load_settings(args)
+        _mask_settings_secrets(settings)
         status = args.handler(args, settings)
         sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
         return status

@@ -16,6 +16,7 @@ from typing import Any, BinaryIO
 
 from orchestrator.cli.common import emit
 from orchestrator.cli.logview import read_log_text, stream_log
+from orchestrator.engine.settings_secrets import MaskedBytes, settings_masker
 from orchestrator.errors import NotFoundError
 from orchestrator.settings import Settings
 from orchestrator.store.observe.log_store import StoredLogFile
@@ -52,26 +53,29 @@ def _source(settings: Settings, store: Any, t: Any) -> tuple[str | BinaryIO | No
 def show_try_log(args: argparse.Namespace, settings: Settings, store: Any) -> int:
     chosen = _choose(args, store)
     source, where = _source(settings, store, chosen)
+    masker = settings_masker(settings)  # issue 24: the settings' secrets, like variables
     if args.json:
         text = read_log_text(source, tail=args.tail) if source is not None else ""
+        text = masker.mask(text) if masker else text
         where = where if source is not None else None
         emit(args, chosen.to_dict() | {"log": text, "log_source": where})
         return 0
     sys.stdout.flush()
+    out: Any = MaskedBytes(sys.stdout.buffer, masker) if masker else sys.stdout.buffer
     escape = not args.raw and sys.stdout.isatty()
     if source is None and not args.follow:
         print(f"(no log: none at {where} and none shipped to the store by worker {chosen.worker})")
         return 0
     at = 0
     if source is not None:  # streamed: a log of any size is printed in constant memory
-        at = _end_after(source, sys.stdout.buffer, args.tail, escape)
+        at = _end_after(source, out, args.tail, escape)
     while args.follow:
         t = next(x for x in store.tries(args.run_id, args.task_id, chosen.map_index)
                  if x.try_number == chosen.try_number)  # fmt: skip
         source, _ = _source(settings, store, t)
         printed = 0
         if source is not None:
-            printed = stream_log(source, sys.stdout.buffer, start=at, escape=escape)
+            printed = stream_log(source, out, start=at, escape=escape)
             at += printed
         if t.end_date is not None and not printed:
             break

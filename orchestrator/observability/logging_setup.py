@@ -17,6 +17,7 @@ import logging
 import os
 import re
 import sys
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 FIELDS = ("dag_id", "run_id", "task_id", "try", "worker", "alert_id")
@@ -67,3 +68,24 @@ def configure(level: str, fmt: str = "text", stream=None) -> None:  # noqa: ANN0
     handler.setFormatter(JsonFormatter())
     root.addHandler(handler)
     root.setLevel(numeric)
+
+
+class _Masking(logging.Formatter):
+    """Another formatter's lines with ``mask`` applied (tracebacks included)."""
+
+    def __init__(self, inner: logging.Formatter, mask: Callable[[str], str]) -> None:
+        super().__init__()
+        self.inner = inner
+        self.mask = mask
+
+    def format(self, record: logging.LogRecord) -> str:
+        return self.mask(self.inner.format(record))
+
+
+def mask_with(mask: Callable[[str], str]) -> None:
+    """Pass every line the root logger's handlers write through ``mask`` (issue 24: the
+    settings' secrets, ``engine.settings_secrets``); configured by the CLI only."""
+    for handler in logging.getLogger().handlers:
+        inner = handler.formatter or logging.Formatter(TEXT_FORMAT)
+        if not isinstance(inner, _Masking):
+            handler.setFormatter(_Masking(inner, mask))

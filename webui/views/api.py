@@ -12,7 +12,7 @@ from werkzeug.wrappers import Response
 from orchestrator.store.core.records import DagRecord
 
 from .. import data, mapped
-from ..current import get_settings, get_store, now
+from ..current import get_log_mask, get_settings, get_store, now
 from ..formatting import iso
 from ..inputs import int_arg
 from ..logs import read_try_log
@@ -166,6 +166,7 @@ def task_instance(run_id: str, task_id: str, map_index: int | None = None) -> Re
         s.log_dir,
         timedelta(seconds=s.lease_seconds),
         map_index,
+        mask=get_log_mask(),
     )
     return jsonify(
         ctx["ti"].to_dict()
@@ -226,7 +227,9 @@ def log(run_id: str, task_id: str, try_number: int, map_index: int | None = None
         started = f"tries 1..{max(tries)}" if tries else "it has not started yet"
         raise NotFoundError(f"task {task_id!r} of {run_id} has no try {try_number} ({started})")
     t = tries[try_number]
-    chunk = read_try_log(store, get_settings().log_dir, t, int_arg("offset", None))
+    chunk = read_try_log(
+        store, get_settings().log_dir, t, int_arg("offset", None), mask=get_log_mask()
+    )
     return jsonify(asdict(chunk) | {"state": t.state, "finished": t.end_date is not None})
 
 

@@ -7,7 +7,7 @@ from datetime import timedelta
 from flask import Blueprint, render_template
 
 from .. import data, mapped
-from ..current import get_layouts, get_settings, get_store, now
+from ..current import get_layouts, get_log_mask, get_settings, get_store, now
 from ..inputs import int_arg
 
 bp = Blueprint("runs", __name__)
@@ -52,5 +52,6 @@ def _task_page(run_id: str, task_id: str, map_index: int | None) -> str:
         settings.log_dir,
         timedelta(seconds=settings.lease_seconds),
         map_index,
+        mask=get_log_mask(),
     )
     return render_template("task.html", **ctx)
