@@ -17,6 +17,7 @@ import textwrap
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from cryptography.fernet import Fernet
@@ -76,12 +77,12 @@ def _cli(cwd: Path, env: dict[str, str], *argv: str) -> subprocess.CompletedProc
 
 
 @contextlib.contextmanager
-def started(cwd: Path, env: dict[str, str], *argv: str) -> Iterator[subprocess.Popen]:
+def started(cwd: Path, env: dict[str, str], *argv: str, **popen: Any) -> Iterator[subprocess.Popen]:
     name = argv[0]
     with open(cwd / f"{name}.log", "w") as log:
         proc = subprocess.Popen(
             [sys.executable, "-m", "orchestrator", *argv],
-            cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT,
+            cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT, **popen,
         )  # fmt: skip
         try:
             yield proc

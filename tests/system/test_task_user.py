@@ -25,6 +25,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -72,11 +73,11 @@ with DAG("probe", schedule=None) as dag:
         out = {{"uid": me, "home": os.environ.get("HOME"), "files": {{}}, "procs": {{}}}}
         for name in ("secrets_key", "webui_secret", "orchestrator.db"):
             out["files"][name] = attempt(name, lambda: open(os.path.join(STATE, name), "rb").read())
+        out["own"] = {{}}  # the parents of the task's own user
         for pid, uid in ancestors():
-            if uid == me:
-                continue  # a process of the task user itself
-            out["procs"][f"{{pid}} environ"] = attempt(pid, lambda: open(f"/proc/{{pid}}/environ", "rb").read())
-            out["procs"][f"{{pid}} fd"] = attempt(pid, lambda: os.listdir(f"/proc/{{pid}}/fd"))
+            where = out["own"] if uid == me else out["procs"]
+            where[f"{{pid}} environ"] = attempt(pid, lambda: open(f"/proc/{{pid}}/environ", "rb").read())
+            where[f"{{pid}} fd"] = attempt(pid, lambda: os.listdir(f"/proc/{{pid}}/fd"))
         print("PROBE " + json.dumps(out))
 
     sh = dag.shell("sh", """
@@ -110,6 +111,9 @@ def task_user() -> Iterator[pwd.struct_passwd]:
         subprocess.run(["userdel", name], check=False)
 
 
+probe_pids: list[int] = []  # the pid of the last standalone _run_probe started
+
+
 @pytest.fixture(autouse=True)
 def interpreter_reachable() -> Iterator[None]:
     """The task user runs this interpreter's modules: a folder above it that others may
@@ -139,9 +143,10 @@ def project() -> Iterator[Path]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def _cli(cwd: Path, env: dict[str, str], *argv: str) -> subprocess.CompletedProcess:
+def _cli(cwd: Path, env: dict[str, str], *argv: str, **popen: Any) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "orchestrator", *argv], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
+                          capture_output=True, text=True, timeout=60, check=False,
+                          **popen)  # fmt: skip
 
 
 def _env(**extra: str) -> dict[str, str]:
@@ -156,26 +161,30 @@ def _output_lines(log: str) -> set[str]:
     return {line.strip() for line in log.splitlines() if not line.startswith("20")}
 
 
-def _run_probe(project: Path, env: dict[str, str]) -> tuple[dict, str, set]:
-    """(the Python task's findings, the shell task's log, {(uid, mode)} of the logs)."""
+def _run_probe(project: Path, env: dict[str, str], **popen: Any) -> tuple[dict, str, set]:
+    """(the Python task's findings, the shell task's log, {(uid, mode)} of the logs);
+    ``popen``: how to start standalone (as another user)."""
     state = project / ".orchestrator"
     (project / "dags" / "probe.py").write_text(textwrap.dedent(PROBE.format(state=str(state))))
     (project / "dags" / "probe.py").chmod(0o644)
-    with started(project, env, "standalone") as proc:
+    with started(project, env, "standalone", **popen) as proc:
+        probe_pids.append(proc.pid)
         deadline = time.monotonic() + 120
-        while "probe" not in _cli(project, env, "dags", "list").stdout:
+        while "probe" not in _cli(project, env, "dags", "list", **popen).stdout:
             assert proc.poll() is None, (project / "standalone.log").read_text()[-3000:]
-            assert time.monotonic() < deadline, _cli(project, env, "dags", "errors").stdout
+            assert time.monotonic() < deadline, _cli(project, env, "dags", "errors", **popen).stdout
             time.sleep(0.5)
-        assert _cli(project, env, "dags", "trigger", "probe").returncode == 0
+        assert _cli(project, env, "dags", "trigger", "probe", **popen).returncode == 0
         run = None
         while run is None or run["state"] not in ("success", "failed"):
             assert time.monotonic() < deadline and proc.poll() is None
             time.sleep(0.5)
-            runs = json.loads(_cli(project, env, "runs", "list", "probe", "--json").stdout or "[]")
+            runs = json.loads(
+                _cli(project, env, "runs", "list", "probe", "--json", **popen).stdout or "[]"
+            )
             run = runs[0] if runs else None
-        py = _cli(project, env, "tasks", "logs", run["run_id"], "py").stdout
-        sh = _cli(project, env, "tasks", "logs", run["run_id"], "sh").stdout
+        py = _cli(project, env, "tasks", "logs", run["run_id"], "py", **popen).stdout
+        sh = _cli(project, env, "tasks", "logs", run["run_id"], "sh", **popen).stdout
         logs = sorted(state.rglob("*.log"))
         owners = {(os.stat(p).st_uid, oct(os.stat(p).st_mode & 0o777)) for p in logs}
     assert run["state"] == "success", (project / "standalone.log").read_text()[-3000:] + py + sh
@@ -281,3 +290,20 @@ def test_run_as_user_picks_the_user_of_one_task(project: Path, task_user) -> Non
     assert f"UID {task_user.pw_uid} []" in logs["as_user"]  # no supplementary groups
     assert "UID 0" in logs["as_worker"]
     assert f"UID {task_user.pw_uid}" in _output_lines(logs["sh_user"])
+
+
+def test_without_a_task_user_the_workers_proc_is_still_closed(project: Path, task_user) -> None:
+    """standalone run by an unprivileged user, no task user: its tasks run as that same
+    user and read the state folder (the table in docs/secrets.md says so), but not
+    /proc/<standalone pid>/environ or fd: the process is not dumpable (on main both
+    were readable by the task)."""
+    subprocess.run(["chown", "-R", f"{task_user.pw_uid}:{task_user.pw_gid}", str(project)],
+                   check=True)  # fmt: skip
+    as_user = {"user": task_user.pw_uid, "group": task_user.pw_gid, "extra_groups": []}
+    env = _env(HOME=str(project))
+    probe, sh, _ = _run_probe(project, env, **as_user)
+    me = probe_pids[-1]
+    assert probe["uid"] == task_user.pw_uid
+    assert set(probe["files"].values()) == {"READ"}  # same user: the documented limit
+    assert probe["own"][f"{me} environ"] == "denied", probe["own"]
+    assert probe["own"][f"{me} fd"] == "denied", probe["own"]
