@@ -107,8 +107,11 @@ def task_user() -> Iterator[pwd.struct_passwd]:
                    check=True)  # fmt: skip
     try:
         yield pwd.getpwnam(name)
-    finally:
-        subprocess.run(["userdel", name], check=False)
+    finally:  # -f: a task process of the user may still be exiting
+        for _ in range(20):
+            if subprocess.run(["userdel", "-f", name], check=False).returncode in (0, 6):
+                break
+            time.sleep(0.5)
 
 
 probe_pids: list[int] = []  # the pid of the last standalone _run_probe started
