@@ -36,6 +36,16 @@ os.environ.setdefault("ORCHESTRATOR_ALLOW_ROOT_TASKS", "1")
 START = datetime(2026, 1, 1, tzinfo=UTC)
 
 
+@pytest.fixture(autouse=True)
+def _keep_umask() -> Iterator[None]:
+    """Every orchestrator command sets a umask of 077 (issue 24); a test that runs one in
+    this process must not leave it to the tests after it."""
+    before = os.umask(0o022)
+    os.umask(before)
+    yield
+    os.umask(before)
+
+
 def _pg_available() -> str | None:
     try:
         engine = create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")

@@ -51,7 +51,8 @@ def test_a_private_folder_is_left_alone_quietly(tmp_path: Path, caplog) -> None:
 
 def test_symlinks_are_not_followed(tmp_path: Path) -> None:
     outside = tmp_path / "outside"
-    outside.mkdir(mode=0o755)
+    outside.mkdir()
+    outside.chmod(0o755)  # not by the umask, which a command run earlier may have set
     (outside / "shared.txt").write_text("x")
     (outside / "shared.txt").chmod(0o644)
     state = tmp_path / "state"
