@@ -6,6 +6,17 @@ import threading
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
+STAMP_FORMAT = "%Y-%m-%d %H:%M:%S UTC"
+
+
+def stamp(value: datetime) -> str:
+    """A time as every page and message shows it: ``2026-12-01 19:46:32 UTC``.
+
+    >>> stamp(datetime(2026, 12, 1, 19, 46, 32, 500, tzinfo=UTC))
+    '2026-12-01 19:46:32 UTC'
+    """
+    return value.astimezone(UTC).strftime(STAMP_FORMAT)
+
 
 class Clock(Protocol):
     def now(self) -> datetime: ...

@@ -27,7 +27,7 @@ from orchestrator.store.core.db import bounded_wait_ended
 from orchestrator.store.core.identity import DatabaseGoneError
 
 from . import formatting, render
-from .current import CLOCK_KEY, LAYOUTS_KEY, LOG_MASK_KEY, SETTINGS_KEY, STORE_KEY
+from .current import CLOCK_KEY, LAYOUTS_KEY, LOG_MASK_KEY, SETTINGS_KEY, STORE_KEY, now
 from .data import GRID_RUNS
 from .inputs import PathInt
 from .layouts import Layouts
@@ -101,7 +101,11 @@ def create_app(
     app.add_template_filter(formatting.utc, "utc")
     app.add_template_filter(formatting.iso, "iso")
     app.add_template_filter(formatting.state_class, "state_class")
+    app.add_template_filter(formatting.stamps, "stamps")
     app.add_template_global(formatting.duration, "duration")
+    app.add_template_global(formatting.seconds_text, "seconds_text")
+    app.add_template_global(formatting.time_tag, "time_tag")
+    app.add_template_global(_ago, "ago")
     app.add_template_global(csrf_token, "csrf_token")
     app.add_template_global(current_user, "current_user")
     app.add_template_global(may, "may")
@@ -152,6 +156,11 @@ def create_app(
     app.register_error_handler(DatabaseGoneError, _database_gone)
     app.register_error_handler(OperationalError, _database_unavailable)
     return app
+
+
+def _ago(value: Any, timezone: str = "UTC") -> Any:
+    """``3 min ago`` by the app's clock, the full time on hover (formatting.ago_tag)."""
+    return formatting.ago_tag(value, now(), timezone)
 
 
 def _check_web_settings(settings: Settings) -> None:

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, NamedTuple
 
+from .formatting import seconds_text
+
 LABEL_W = 180
 CHART_W = 640
 ROW_H = 26
@@ -58,11 +60,7 @@ def _secs(a: datetime, b: datetime) -> float:
     return (b - a).total_seconds()
 
 
-def _fmt(seconds: float) -> str:
-    if seconds < 10:
-        return f"{seconds:.1f}s"
-    s = int(round(seconds))
-    return f"{s // 60}m {s % 60:02d}s" if s >= 60 else f"{s}s"
+_fmt = seconds_text  # one duration format everywhere (webui/formatting.py)
 
 
 def gantt(

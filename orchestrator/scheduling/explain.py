@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from orchestrator.clock import stamp
 from orchestrator.scheduling.concurrency import GateFacts, blocked_by
 from orchestrator.scheduling.trigger_rules import Decision, decide
 from orchestrator.states import RunState, TaskState
@@ -221,7 +222,7 @@ def explain_task(facts: TaskFacts) -> list[Reason]:
         reasons.append(
             Reason(
                 RETRY_BACKOFF,
-                f"waiting for retry backoff until {facts.ready_at.isoformat()} "
+                f"waiting for retry backoff until {stamp(facts.ready_at)} "
                 f"(try {facts.try_number} of {facts.max_tries} failed: {_short(facts.error)})",
                 {"ready_at": facts.ready_at, "try_number": facts.try_number, "error": facts.error},
             )
@@ -259,11 +260,11 @@ def _trigger_reasons(facts: TaskFacts) -> list[Reason]:
     held = t.triggerer_id is not None and t.lease_expires_at is not None
     held = held and t.lease_expires_at >= facts.now  # type: ignore[operator]
     by = f"run by triggerer {t.triggerer_id}" if held else "not yet taken by a triggerer"
-    until = f"; it times out at {t.timeout_at.isoformat()}" if t.timeout_at else ""
+    until = f"; it times out at {stamp(t.timeout_at)}" if t.timeout_at else ""
     reasons = [
         Reason(
             TRIGGER_WAITING,
-            f"waiting for trigger {t.trigger_id} ({t.classpath}) since {t.since.isoformat()}, "
+            f"waiting for trigger {t.trigger_id} ({t.classpath}) since {stamp(t.since)}, "
             f"{by}{until}; it holds no worker slot meanwhile",
             {
                 "trigger_id": t.trigger_id,
@@ -288,12 +289,10 @@ def _trigger_reasons(facts: TaskFacts) -> list[Reason]:
 
 def _sensor_reason(facts: TaskFacts) -> Reason:
     n = facts.poke_count
-    until = (
-        f"; it times out at {facts.sensor_deadline.isoformat()}" if facts.sensor_deadline else ""
-    )
+    until = f"; it times out at {stamp(facts.sensor_deadline)}" if facts.sensor_deadline else ""
     return Reason(
         SENSOR_WAITING,
-        f"sensor waiting for its condition: next poke at {facts.ready_at.isoformat()} "  # type: ignore[union-attr]
+        f"sensor waiting for its condition: next poke at {stamp(facts.ready_at)} "  # type: ignore[union-attr]
         f"({n} poke{'s' if n != 1 else ''} of try {facts.try_number} found it unmet"
         f"{until}); it holds no worker slot meanwhile",
         {"ready_at": facts.ready_at, "poke_count": n, "first_poke_at": facts.first_poke_at,
@@ -395,15 +394,15 @@ def _lease_reason(facts: TaskFacts) -> Reason:
         "last_heartbeat": hb,
         "try_number": facts.try_number,
     }
-    beat = f" (last heartbeat at {hb.isoformat()})" if hb else ""
+    beat = f" (last heartbeat at {stamp(hb)})" if hb else ""
     if exp is not None and exp <= facts.now:
         return Reason(
             LEASE_EXPIRED,
             f"leased by worker {facts.owner} but the lease expired at "
-            f"{exp.isoformat()}{beat}; the scheduler will reap it",
+            f"{stamp(exp)}{beat}; the scheduler will reap it",
             data,
         )
-    until = exp.isoformat() if exp else "?"
+    until = stamp(exp) if exp else "?"
     return Reason(
         LEASED,
         f"running: leased by worker {facts.owner} until {until}{beat}, "
@@ -436,7 +435,7 @@ def _pool_reasons(facts: TaskFacts) -> list[Reason]:
 def _no_worker(facts: TaskFacts) -> Reason:
     known = [w for w in facts.workers if facts.queue in w.queues]
     last = max((w.heartbeat_at for w in known), default=None)
-    seen = f"; last heartbeat from one at {last.isoformat()}" if last else "; none ever seen"
+    seen = f"; last heartbeat from one at {stamp(last)}" if last else "; none ever seen"
     return Reason(
         NO_WORKER,
         f"no live worker listens on queue {facts.queue!r}{seen}",
@@ -492,7 +491,7 @@ def explain_dag(facts: DagFacts) -> list[Reason]:
         reasons.append(
             Reason(
                 BEFORE_START,
-                f"start_date {facts.start_date.isoformat()} has not come yet",
+                f"start_date {stamp(facts.start_date)} has not come yet",
                 {"start_date": facts.start_date},
             )
         )
@@ -500,14 +499,14 @@ def explain_dag(facts: DagFacts) -> list[Reason]:
         reasons.append(
             Reason(
                 AFTER_END,
-                f"end_date {facts.end_date.isoformat()} has passed",
+                f"end_date {stamp(facts.end_date)} has passed",
                 {"end_date": facts.end_date},
             )
         )
     if facts.schedule_exhausted:
         reasons.append(Reason(EXHAUSTED, "the schedule has no fire times left", {}))
     if facts.leader is None or (facts.leader_expires_at and facts.leader_expires_at <= facts.now):
-        when = facts.leader_expires_at.isoformat() if facts.leader_expires_at else "never held"
+        when = stamp(facts.leader_expires_at) if facts.leader_expires_at else "never held"
         reasons.append(
             Reason(
                 NO_LEADER,
@@ -518,9 +517,7 @@ def explain_dag(facts: DagFacts) -> list[Reason]:
         )
     for at, kind, message in facts.misfire_events:
         reasons.append(
-            Reason(
-                MISFIRE_DECISION, f"{at.isoformat()} {kind}: {message}", {"at": at, "kind": kind}
-            )
+            Reason(MISFIRE_DECISION, f"{stamp(at)} {kind}: {message}", {"at": at, "kind": kind})
         )
     if (
         facts.expected_fire is not None
@@ -542,12 +539,12 @@ def explain_dag(facts: DagFacts) -> list[Reason]:
             Reason(
                 RUN_EXISTS,
                 f"run {facts.run_for_expected} was created for "
-                f"{facts.expected_fire.isoformat() if facts.expected_fire else '?'}",
+                f"{stamp(facts.expected_fire) if facts.expected_fire else '?'}",
                 {"run_id": facts.run_for_expected},
             )
         )
     if facts.expected_fire is None and not reasons:
-        nxt = facts.next_fire.isoformat() if facts.next_fire else "none"
+        nxt = stamp(facts.next_fire) if facts.next_fire else "none"
         reasons.append(
             Reason(
                 NOT_DUE,

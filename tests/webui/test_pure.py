@@ -147,7 +147,7 @@ def test_gantt_draws_tries_in_try_order_whatever_order_they_come_in():
     assert gantt(run, tis, tries[::-1], ["a", "b"], {"b": ("a",)}, now) == chart
     assert [row.y for row in chart.rows] == [22, 48]
     assert [bar.title for bar in chart.rows[1].bars] == [
-        "b: queued 10s", "b: running 5.0s (failed)", "b: queued 5.0s", "b: running 10s (success)"
+        "b: queued 10 s", "b: running 5.0 s (failed)", "b: queued 5.0 s", "b: running 10 s (success)"
     ]  # fmt: skip
 
 

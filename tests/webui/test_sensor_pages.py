@@ -43,9 +43,11 @@ def test_the_task_page_shows_the_next_poke_and_why(client, store):
     html = client.get(f"/runs/{run.run_id}/tasks/landed").get_data(as_text=True)
     assert 'class="pill state-up_for_reschedule"' in html
     assert "reschedule mode, poke every 30 s" in html
-    assert '<span class="next-poke">next poke at 2026-01-01 00:00:31' in html
+    assert '<span class="next-poke">next poke at <time datetime="2026-01-01T00:00:31' in html
     assert 'data-code="sensor_waiting"' in html
-    assert "it times out at 2026-01-01T01:00:00+00:00" in html
+    # the why panel's times in the page's one format, UTC on hover (issue 27)
+    assert 'it times out at <time datetime="2026-01-01T01:00:00+00:00"' in html
+    assert ">2026-01-01 01:00:00 UTC</time>" in html
     api = client.get(f"/api/v1/runs/{run.run_id}/tasks/landed").get_json()
     assert api["state"] == "up_for_reschedule" and api["poke_count"] == 1
     assert api["ready_at"].startswith("2026-01-01T00:00:31")

@@ -39,7 +39,8 @@ def task_instances(run_id: str, task_id: str) -> str:
     ctx = mapped.instances_page(
         get_store(), run_id, task_id, state=mapped.state_arg(), page=int_arg("page", 1, lo=1) or 1
     )
-    return render_template("instances.html", **ctx)
+    timezone = get_store().get_dag(ctx["run"].dag_id).timezone  # times in the DAG's zone
+    return render_template("instances.html", timezone=timezone, **ctx)
 
 
 def _task_page(run_id: str, task_id: str, map_index: int | None) -> str:

@@ -35,6 +35,8 @@ class RunMark(Record):
     run_type: str
     logical_date: datetime
     state: str
+    start_date: datetime | None = None  # the DAG list's "last run" (issue 27)
+    end_date: datetime | None = None
 
 
 class Cell(NamedTuple):
@@ -78,7 +80,10 @@ class DagPagesStore(StoreBase):
         if not dag_ids:
             return {}
         out: dict[str, list[RunMark]] = {}
-        cols = (r.c.dag_id, r.c.run_id, r.c.run_type, r.c.logical_date, r.c.state, r.c.id)
+        cols = (
+            r.c.dag_id, r.c.run_id, r.c.run_type, r.c.logical_date, r.c.state, r.c.id,
+            r.c.start_date, r.c.end_date,
+        )  # fmt: skip
         with self.read() as conn:
             for i in range(0, len(dag_ids), 200):
                 parts = [
@@ -92,7 +97,14 @@ class DagPagesStore(StoreBase):
                 q = union_all(*(select(p) for p in parts))
                 for row in conn.execute(q):
                     out.setdefault(row.dag_id, []).append(
-                        RunMark(row.run_id, row.run_type, row.logical_date, row.state)
+                        RunMark(
+                            row.run_id,
+                            row.run_type,
+                            row.logical_date,
+                            row.state,
+                            row.start_date,
+                            row.end_date,
+                        )  # fmt: skip
                     )
         for marks in out.values():
             marks.sort(key=lambda mk: mk.logical_date)
