@@ -318,14 +318,17 @@ def run_try(
     # issue 14: the task's on_execute / on_success hooks (engine/task_hooks.py)
     hook = functools.partial(run_hook, job, ctx, lambda: _dags_of(job["fileloc"], cache), logger)
     kwargs = job.get("map_kwargs")  # a mapped instance's arguments (None: not mapped)
-    logger.info(
-        "starting dag_id=%s run_id=%s task_id=%s try=%s%s",
-        ctx.dag_id,
-        ctx.run_id,
-        ctx.task_id,
-        ctx.try_number,
-        f" map_index={ctx.map_index}" if kwargs is not None else "",
-    )
+    if not (job.get("sensor") and job.get("poke_count", 0)):
+        # a rescheduled sensor's later pokes continue its try's log with one "poke N"
+        # line each (engine/sensor_try.py), not a "starting" line before every poke
+        logger.info(
+            "starting dag_id=%s run_id=%s task_id=%s try=%s%s",
+            ctx.dag_id,
+            ctx.run_id,
+            ctx.task_id,
+            ctx.try_number,
+            f" map_index={ctx.map_index}" if kwargs is not None else "",
+        )
     try:
         if job["kind"] == "shell":
             # the values travel in the environment, never in the text the shell parses

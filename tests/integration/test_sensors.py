@@ -101,6 +101,11 @@ def test_unmet_pokes_wait_in_the_store_under_one_try_then_the_value_goes_downstr
     log = _log(harness, run_id, "wait_flag")
     assert "poke 1: condition not met" in log and "poke 2: condition not met" in log
     assert "poke 3: condition met" in log
+    # issue 27: one "starting" line for the try, then one line per poke
+    assert log.count("starting dag_id=") == 1
+    assert [line.split(" INFO ")[-1][:6] for line in log.splitlines() if "poke " in line] == [
+        "poke 1", "poke 2", "poke 3"
+    ]  # fmt: skip
 
 
 def test_the_timeout_counts_from_the_first_poke_and_fails_without_spending_retries(
