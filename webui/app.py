@@ -26,7 +26,7 @@ from orchestrator.store import Store
 from orchestrator.store.core.db import bounded_wait_ended
 from orchestrator.store.core.identity import DatabaseGoneError
 
-from . import formatting, render
+from . import formatting, log_view, render
 from .current import CLOCK_KEY, LAYOUTS_KEY, LOG_MASK_KEY, SETTINGS_KEY, STORE_KEY, now
 from .data import GRID_RUNS
 from .inputs import PathInt
@@ -105,6 +105,7 @@ def create_app(
     app.add_template_global(formatting.duration, "duration")
     app.add_template_global(formatting.seconds_text, "seconds_text")
     app.add_template_global(formatting.time_tag, "time_tag")
+    app.add_template_global(log_view.render_lines, "log_lines")
     app.add_template_global(_ago, "ago")
     app.add_template_global(csrf_token, "csrf_token")
     app.add_template_global(current_user, "current_user")

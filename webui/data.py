@@ -292,7 +292,7 @@ def task_page(
 ) -> dict[str, Any]:
     """A task instance's page (``map_index``: which instance of a mapped task; None:
     its first)."""
-    from .logs import read_try_log
+    from .logs import view_try_log
 
     ti = store.task_instance(run_id, task_id, map_index)
     run = store.get_run(run_id)
@@ -300,7 +300,7 @@ def task_page(
     spec = store.spec(run.dag_id, run.version_hash)
     task = spec.tasks.get(task_id)
     tries = store.tries(run_id, task_id, ti.map_index)
-    logs = {t.try_number: read_try_log(store, log_dir, t, mask=mask) for t in tries}
+    logs = {t.try_number: view_try_log(store, log_dir, t, mask=mask) for t in tries}
     upstream = list(task.upstream) if task else []
     results = store.results(run_id, upstream)
     command, command_error = ("", "")

@@ -132,3 +132,33 @@ def _json_kind(value: Any) -> str:
     if isinstance(value, list):
         return "a list"
     return "an object"
+
+
+def choice_arg(name: str, choices: Collection[str], default: str) -> str:
+    """The query parameter ``name``, one of ``choices``; ``default`` if absent or empty."""
+    raw = request.args.get(name, "")
+    if raw == "":
+        return default
+    if raw not in choices:
+        shown = " or ".join(sorted(choices))
+        raise ConfigError(f"query parameter {name!r}: expected {shown}, got {raw[:40]!r}")
+    return raw
+
+
+def text_arg(name: str, max_length: int) -> str | None:
+    """The query parameter ``name`` as text of 1 to ``max_length`` characters (no NUL,
+    no control characters); None if absent."""
+    raw = request.args.get(name)
+    if raw is None:
+        return None
+    if raw == "":
+        raise ConfigError(f"query parameter {name!r}: must not be empty")
+    if len(raw) > max_length:
+        raise ConfigError(
+            f"query parameter {name!r}: at most {max_length} characters, got {len(raw)}"
+        )
+    if any(ord(c) < 32 and c != "\t" for c in raw):
+        raise ConfigError(f"query parameter {name!r}: holds a control character")
+    if not raw.isprintable() and any(0xD800 <= ord(c) <= 0xDFFF for c in raw):
+        raise ConfigError(f"query parameter {name!r}: holds a lone surrogate")
+    return raw

@@ -96,6 +96,8 @@ ROUTE_ROLES: dict[str, str] = {
     "api_credentials.delete_connection": "admin",
     # mapped task instances (issue 14): read side
     "runs.task_detail_mapped": "viewer",
+    "runs.log_raw": "viewer",  # a try's log downloaded (issue 27)
+    "runs.log_raw_mapped": "viewer",
     "runs.task_instances": "viewer",
     "api.task_instance_mapped": "viewer",
     "api.task_instances": "viewer",

@@ -180,3 +180,62 @@ def live_cluster(store: Store) -> None:
     the app's fake now), as /health wants them."""
     assert store.acquire_leadership("scheduler-1", START, timedelta(seconds=30)) == 1
     store.register_worker("worker-1", "host", 1, ["default"], START)
+
+
+LOG_TRY_1 = (
+    "2026-01-01 00:00:11,000 INFO starting dag_id=pipeline task_id=load try=1\n"
+    "2026-01-01 00:00:12,000 DEBUG connecting to the warehouse\n"
+    "2026-01-01 00:00:13,000 WARNING \x1b[33mslow disk\x1b[0m <b>not bold</b>\n"
+    "2026-01-01 00:00:14,000 ERROR ValueError: boom\n"
+    "Traceback (most recent call last):\n"
+)
+LOG_TRY_2 = (
+    "2026-01-01 02:00:01,000 INFO starting dag_id=pipeline task_id=load try=2\n"
+    + "".join(f"2026-01-01 02:00:02,000 INFO loading row {i}\n" for i in range(1, 41))
+    + "2026-01-01 02:03:05,000 INFO \x1b[32mdone\x1b[0m: 40 rows\n"
+)
+
+
+@pytest.fixture
+def timed_run(store: Store, settings: Settings) -> Callable[..., Any]:
+    """A run taken through the real transitions at chosen times (issue 27): extract ran
+    38 ms; load failed its try 1 (a log with levels and ANSI colours) and its try 2
+    ran 3 m 04 s (a 42-line log); archive never ran. Returns the run."""
+
+    def make(dag_id: str = "pipeline", *, timezone: str = "UTC") -> Any:
+        store.save_dag(build_shell_dag(dag_id, default_retries=1, timezone=timezone), START)
+        run = store.trigger_run(dag_id, START, conf={})
+        store.start_queued_runs(START)
+        store.release_ready(START)
+        [extract] = store.claim(
+            "worker-1", START + timedelta(seconds=2), timedelta(seconds=30), limit=5
+        )
+        _write_log(settings, extract.log_path, "2026-01-01 00:00:02,000 INFO extracted\n")
+        store.finish_success(extract, '{"rows": 1}', START + timedelta(seconds=2, milliseconds=38))
+        store.release_ready(START + timedelta(seconds=10))
+        claims = store.claim(
+            "worker-1", START + timedelta(seconds=11), timedelta(seconds=30), limit=5
+        )
+        load = next(c for c in claims if c.task_id == "load")
+        _write_log(settings, load.log_path, LOG_TRY_1)
+        store.finish_failure(load, "ValueError: boom", 1, START + timedelta(seconds=15))
+        later = START + timedelta(hours=2)
+        store.release_ready(later)
+        again = [
+            c
+            for c in store.claim("worker-2", later, timedelta(hours=1), limit=5)
+            if c.task_id == "load"
+        ]
+        [retry] = again
+        _write_log(settings, retry.log_path, LOG_TRY_2)
+        store.finish_success(retry, '{"rows": 40}', later + timedelta(minutes=3, seconds=4))
+        make.running = next(c for c in claims if c.task_id == "archive")  # type: ignore[attr-defined]
+        return store.get_run(run.run_id)
+
+    return make
+
+
+def _write_log(settings: Settings, rel_path: str, text: str) -> None:
+    path = Path(settings.log_dir) / rel_path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)

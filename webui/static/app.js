@@ -39,15 +39,7 @@
         });
         wireConfirms();
         wireGroups();
-        // a try that just started gets a log section: take it over
-        document.querySelectorAll(".log-section").forEach(function (old) {
-          var fresh = doc.getElementById(old.id);
-          var pre = old.querySelector("pre.log");
-          if (fresh && (!pre || pre.getAttribute("data-running") !== "1")) {
-            old.replaceWith(document.importNode(fresh, true));
-          }
-        });
-        followLogs();
+        refreshLogs(doc);
       });
   }
 
@@ -118,22 +110,47 @@
     applyGroups();
   }
 
+  // The log viewer (issue 27): one tab per try, search with highlighted matches (plain
+  // text, never a pattern), a level filter, a wrap toggle, earlier pages on demand, and
+  // the running try followed (polled) until it ends. Lines come rendered (numbered,
+  // levelled, ANSI colours as classes, text escaped) by the server (webui/log_view.py).
+  function logUrl(pre, params) {
+    var q = Object.keys(params).map(function (k) {
+      return encodeURIComponent(k) + "=" + encodeURIComponent(params[k]);
+    });
+    return pre.getAttribute("data-log-url") + "?" + q.join("&");
+  }
+
   function followLog(pre) {
     if (pre.getAttribute("data-following") === "1") return;
     pre.setAttribute("data-following", "1");
+    function stop() {
+      pre.setAttribute("data-running", "0");
+      var section = pre.closest(".log-section");
+      var mark = section && section.querySelector(".following");
+      if (mark) mark.remove();
+    }
     function tick() {
       if (pre.getAttribute("data-running") !== "1" || !pre.isConnected) return;
-      var url = pre.getAttribute("data-log-url") + "?offset=" + pre.getAttribute("data-offset");
+      var url = logUrl(pre, {
+        format: "html",
+        offset: pre.getAttribute("data-offset"),
+        line: pre.getAttribute("data-next-line")
+      });
       fetch(url, { credentials: "same-origin" })
         .then(function (r) { return r.ok ? r.json() : null; })
         .then(function (chunk) {
-          if (!chunk) return;
+          if (!chunk || chunk.missing) { setTimeout(tick, 3000); return; }
           var atBottom = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 8;
-          if (chunk.text) pre.appendChild(document.createTextNode(chunk.text));
+          if (chunk.html) {
+            pre.insertAdjacentHTML("beforeend", chunk.html);
+            if (logState.query) highlight(pre, logState.query);
+          }
           pre.setAttribute("data-offset", String(chunk.next_offset));
+          pre.setAttribute("data-next-line", String(chunk.next_line));
           if (atBottom) pre.scrollTop = pre.scrollHeight;
-          if (chunk.finished && !chunk.text) pre.setAttribute("data-running", "0");
-          setTimeout(tick, 1500);
+          if (chunk.finished && chunk.next_offset === chunk.offset) stop();
+          else setTimeout(tick, 1500);
         })
         .catch(function () { setTimeout(tick, 5000); });
     }
@@ -144,6 +161,250 @@
   function followLogs() {
     document.querySelectorAll("pre.log[data-running='1']").forEach(followLog);
   }
+
+  var logState = { query: "", current: -1, selected: null };
+
+  function clearHighlights(pre) {
+    var marks = pre.querySelectorAll("mark.hit");
+    if (!marks.length) return;
+    marks.forEach(function (m) { m.replaceWith(document.createTextNode(m.textContent)); });
+    pre.querySelectorAll(".log-line.has-hit").forEach(function (l) { l.classList.remove("has-hit"); });
+    pre.normalize();
+  }
+
+  // Marks every occurrence of ``query`` (case-insensitive, plain text) in the line texts.
+  function highlight(pre, query) {
+    clearHighlights(pre);
+    if (!query) return 0;
+    var needle = query.toLowerCase();
+    var walker = document.createTreeWalker(pre, NodeFilter.SHOW_TEXT);
+    var nodes = [];
+    while (walker.nextNode()) {
+      var node = walker.currentNode;
+      if (node.parentNode.closest(".lt") && node.data.toLowerCase().indexOf(needle) >= 0) nodes.push(node);
+    }
+    var count = 0;
+    nodes.forEach(function (node) {
+      var text = node.data, lower = text.toLowerCase(), at = 0, i;
+      var frag = document.createDocumentFragment();
+      while ((i = lower.indexOf(needle, at)) >= 0) {
+        frag.appendChild(document.createTextNode(text.slice(at, i)));
+        var mark = document.createElement("mark");
+        mark.className = "hit";
+        mark.textContent = text.slice(i, i + needle.length);
+        frag.appendChild(mark);
+        at = i + needle.length;
+        count++;
+      }
+      frag.appendChild(document.createTextNode(text.slice(at)));
+      var line = node.parentNode.closest(".log-line");
+      if (line) line.classList.add("has-hit");
+      node.replaceWith(frag);
+    });
+    return count;
+  }
+
+  function activePre(root) {
+    var section = root.querySelector(".log-section:not([hidden])");
+    return section ? section.querySelector("pre.log") : null;
+  }
+
+  function runSearch(root) {
+    var pre = activePre(root);
+    var hits = root.querySelector(".log-hits");
+    root.querySelectorAll("pre.log").forEach(function (p) { if (p !== pre) clearHighlights(p); });
+    logState.current = -1;
+    var all = root.querySelector(".log-section:not([hidden]) .log-search-all");
+    if (all) all.hidden = !logState.query;
+    if (!pre) { hits.textContent = ""; return; }
+    var n = highlight(pre, logState.query);
+    hits.textContent = !logState.query ? "" : n === 0 ? "no match in the lines shown"
+      : n === 1 ? "1 match" : n + " matches";
+    if (n) step(root, 1);
+  }
+
+  function step(root, by) {
+    var pre = activePre(root);
+    if (!pre) return;
+    var marks = Array.prototype.filter.call(pre.querySelectorAll("mark.hit"), function (m) {
+      return m.getClientRects().length > 0;  // not on a line the level filter hides
+    });
+    if (!marks.length) return;
+    pre.querySelectorAll("mark.hit.current").forEach(function (m) { m.classList.remove("current"); });
+    logState.current = (logState.current + by + marks.length) % marks.length;
+    var mark = marks[logState.current];
+    mark.classList.add("current");
+    mark.scrollIntoView({ block: "nearest" });
+    var hits = root.querySelector(".log-hits");
+    hits.textContent = (logState.current + 1) + " of " + marks.length + (marks.length === 1 ? " match" : " matches");
+  }
+
+  function selectTry(root, number) {
+    var found = false;
+    root.querySelectorAll(".log-section").forEach(function (section) {
+      var on = section.getAttribute("data-try") === String(number);
+      section.hidden = !on;
+      found = found || on;
+    });
+    if (!found) return false;
+    root.querySelectorAll(".log-tab").forEach(function (tab) {
+      tab.setAttribute("aria-selected", tab.getAttribute("data-try") === String(number) ? "true" : "false");
+    });
+    logState.selected = String(number);
+    runSearch(root);
+    var pre = activePre(root);
+    if (pre && pre.getAttribute("data-scrolled") !== "1") {
+      pre.setAttribute("data-scrolled", "1");
+      pre.scrollTop = pre.scrollHeight;
+    }
+    return true;
+  }
+
+  function loadEarlier(root, section, button) {
+    var pre = section.querySelector("pre.log");
+    button.disabled = true;
+    fetch(logUrl(pre, { format: "html", before: pre.getAttribute("data-start"), line: pre.getAttribute("data-first-line") }),
+      { credentials: "same-origin" })
+      .then(function (r) { return r.ok ? r.json() : null; })
+      .then(function (chunk) {
+        button.disabled = false;
+        if (!chunk || chunk.missing) return;
+        var height = pre.scrollHeight;
+        pre.insertAdjacentHTML("afterbegin", chunk.html);
+        pre.scrollTop += pre.scrollHeight - height;
+        pre.setAttribute("data-start", String(chunk.offset));
+        pre.setAttribute("data-first-line", String(chunk.first_line));
+        if (chunk.offset === 0) button.parentNode.querySelector(".log-load-earlier").remove();
+        if (logState.query) runSearch(root);
+      })
+      .catch(function () { button.disabled = false; });
+  }
+
+  function searchAll(section) {
+    var pre = section.querySelector("pre.log");
+    var list = section.querySelector(".log-results");
+    fetch(logUrl(pre, { q: logState.query }), { credentials: "same-origin" })
+      .then(function (r) { return r.ok ? r.json() : null; })
+      .then(function (found) {
+        if (!found) return;
+        list.textContent = "";
+        found.matches.forEach(function (m) {
+          var item = document.createElement("li");
+          item.value = m.line;
+          item.textContent = m.text;
+          list.appendChild(item);
+        });
+        if (!found.matches.length) {
+          var none = document.createElement("li");
+          none.className = "muted";
+          none.textContent = "no line of the whole log holds it";
+          list.appendChild(none);
+        }
+        if (found.truncated) {
+          var more = document.createElement("li");
+          more.className = "muted";
+          more.textContent = "… the first " + found.matches.length + " matching lines only";
+          list.appendChild(more);
+        }
+        list.hidden = false;
+      });
+  }
+
+  function wireLogs() {
+    var root = document.getElementById("logs");
+    if (!root || root.getAttribute("data-wired")) return;
+    root.setAttribute("data-wired", "1");
+    var toolbar = root.querySelector(".log-toolbar");
+    if (!toolbar) return;
+    toolbar.hidden = false;
+    var search = toolbar.querySelector(".log-search");
+    var level = toolbar.querySelector(".log-level");
+    var wrap = toolbar.querySelector(".log-wrap");
+    search.value = logState.query;
+    if (logState.level) level.value = logState.level;
+    if (logState.nowrap) wrap.checked = false;
+    root.setAttribute("data-min-level", level.value);
+    root.classList.toggle("nowrap", !wrap.checked);
+    var timer = null;
+    search.addEventListener("input", function () {
+      clearTimeout(timer);
+      timer = setTimeout(function () { logState.query = search.value; runSearch(root); }, 120);
+    });
+    search.addEventListener("keydown", function (ev) {
+      if (ev.key !== "Enter") return;
+      ev.preventDefault();
+      clearTimeout(timer);
+      if (logState.query !== search.value) { logState.query = search.value; runSearch(root); }
+      else step(root, ev.shiftKey ? -1 : 1);
+    });
+    toolbar.querySelector(".log-next").addEventListener("click", function () { step(root, 1); });
+    toolbar.querySelector(".log-prev").addEventListener("click", function () { step(root, -1); });
+    level.addEventListener("change", function () {
+      logState.level = level.value;
+      root.setAttribute("data-min-level", level.value);
+    });
+    wrap.addEventListener("change", function () {
+      logState.nowrap = !wrap.checked;
+      root.classList.toggle("nowrap", !wrap.checked);
+    });
+    root.querySelectorAll(".log-tab").forEach(function (tab) {
+      tab.addEventListener("click", function () { selectTry(root, tab.getAttribute("data-try")); });
+    });
+    root.querySelectorAll(".log-section").forEach(function (section) {
+      var earlier = section.querySelector(".log-load-earlier");
+      if (earlier) earlier.addEventListener("click", function () { loadEarlier(root, section, earlier); });
+      var all = section.querySelector(".log-search-all");
+      if (all) all.addEventListener("click", function () { searchAll(section); });
+    });
+    var fromHash = /^#try-(\d+)$/.exec(window.location.hash);
+    var tabs = root.querySelectorAll(".log-tab");
+    if (!(fromHash && selectTry(root, fromHash[1])) && !(logState.selected && selectTry(root, logState.selected))) {
+      if (tabs.length) selectTry(root, tabs[tabs.length - 1].getAttribute("data-try"));
+    }
+  }
+
+  // A live refresh brings a new try (a new tab) or the log of a try that had none yet;
+  // a log being followed, and what the reader did to the others, stay as they are.
+  function refreshLogs(doc) {
+    var old = document.getElementById("logs"), fresh = doc.getElementById("logs");
+    if (!old || !fresh) return;
+    if (old.getAttribute("data-tries") !== fresh.getAttribute("data-tries")) {
+      logState.selected = null;  // a new try: show it
+      old.replaceWith(document.importNode(fresh, true));
+      wireLogs();
+      followLogs();
+      return;
+    }
+    var tabs = old.querySelector(".log-tabs"), freshTabs = fresh.querySelector(".log-tabs");
+    if (tabs && freshTabs) {
+      old.querySelectorAll(".log-tab").forEach(function (tab) {
+        var other = freshTabs.querySelector(".log-tab[data-try='" + tab.getAttribute("data-try") + "'] .pill");
+        var pill = tab.querySelector(".pill");
+        if (other && pill) pill.replaceWith(document.importNode(other, true));
+      });
+    }
+    old.querySelectorAll(".log-section").forEach(function (section) {
+      var other = doc.getElementById(section.id);
+      if (other && !section.querySelector("pre.log") && other.querySelector("pre.log")) {
+        var node = document.importNode(other, true);
+        node.hidden = section.hidden;
+        section.replaceWith(node);
+        old.removeAttribute("data-wired");
+        var earlier = node.querySelector(".log-load-earlier");
+        if (earlier) earlier.addEventListener("click", function () { loadEarlier(old, node, earlier); });
+        var all = node.querySelector(".log-search-all");
+        if (all) all.addEventListener("click", function () { searchAll(node); });
+        old.setAttribute("data-wired", "1");
+      }
+    });
+    followLogs();
+  }
+
+  window.addEventListener("hashchange", function () {
+    var root = document.getElementById("logs");
+    var m = /^#try-(\d+)$/.exec(window.location.hash);
+    if (root && m) selectTry(root, m[1]);
+  });
 
   function wireConfirms() {
     document.querySelectorAll("form[data-confirm]").forEach(function (form) {
@@ -191,6 +452,7 @@
     wireJsonEditors();
     wireConfirms();
     wireGroups();
+    wireLogs();
     followLogs();
     poll();
   });

@@ -9,13 +9,15 @@ from typing import Any
 from flask import Blueprint, current_app, jsonify, request
 from werkzeug.wrappers import Response
 
+from orchestrator.errors import ConfigError
 from orchestrator.store.core.records import DagRecord
 
 from .. import data, mapped
 from ..current import get_log_mask, get_settings, get_store, now
 from ..formatting import iso
-from ..inputs import int_arg
-from ..logs import read_try_log
+from ..inputs import choice_arg, int_arg, text_arg
+from ..log_view import MAX_QUERY, render_lines
+from ..logs import find_try, read_try_log, search_try_log, view_try_log
 from .events import filters
 from .openapi import document, endpoints_of
 
@@ -216,21 +218,49 @@ def log_mapped(run_id: str, task_id: str, map_index: int, try_number: int) -> Re
 
 @bp.get("/runs/<run_id>/tasks/<task_id>/tries/<int:try_number>/log")
 def log(run_id: str, task_id: str, try_number: int, map_index: int | None = None) -> Response:
+    """A try's log: raw bytes from ``offset`` (or its tail); with ``format=html`` a page
+    of whole numbered lines for the log viewer (``offset``, ``before``, ``line``); with
+    ``q`` the lines of the whole log containing that text (docs/webui.md, "Logs")."""
     store = get_store()
-    if map_index is None:  # a mapped task's first instance, as the task page shows it
-        map_index = store.task_instance(run_id, task_id).map_index
-    tries = {t.try_number: t for t in store.tries(run_id, task_id, map_index)}
-    if try_number not in tries:
-        from orchestrator.errors import NotFoundError
-
-        store.task_instance(run_id, task_id)  # 404 naming an unknown run or task first
-        started = f"tries 1..{max(tries)}" if tries else "it has not started yet"
-        raise NotFoundError(f"task {task_id!r} of {run_id} has no try {try_number} ({started})")
-    t = tries[try_number]
-    chunk = read_try_log(
-        store, get_settings().log_dir, t, int_arg("offset", None), mask=get_log_mask()
+    t = find_try(store, run_id, task_id, try_number, map_index)
+    fmt = choice_arg("format", ("text", "html"), "text")
+    query = text_arg("q", MAX_QUERY)
+    offset, before = int_arg("offset", None), int_arg("before", None)
+    line = int_arg("line", None, lo=1)
+    if offset is not None and before is not None:
+        raise ConfigError("query parameter 'before': give either 'offset' or 'before', not both")
+    status = {"state": t.state, "finished": t.end_date is not None}
+    if query is not None:
+        found = search_try_log(store, get_settings().log_dir, t, query, mask=get_log_mask())
+        return jsonify(found | status)
+    if fmt == "text" and before is None and line is None:
+        chunk = read_try_log(store, get_settings().log_dir, t, offset, mask=get_log_mask())
+        return jsonify(asdict(chunk) | status)
+    view = view_try_log(
+        store,
+        get_settings().log_dir,
+        t,
+        offset=offset,
+        before=before,
+        line=line,
+        mask=get_log_mask(),
     )
-    return jsonify(asdict(chunk) | {"state": t.state, "finished": t.end_date is not None})
+    if view.page is None:
+        return jsonify({"missing": True, "source": view.source} | status)
+    page = view.page
+    out = {
+        "missing": False,
+        "source": view.source,
+        "text": page.text,
+        "offset": page.offset,
+        "next_offset": page.next_offset,
+        "first_line": page.first_line,
+        "next_line": page.first_line + page.text.count("\n"),
+        "size": page.size,
+    }
+    if fmt == "html":
+        out["html"] = str(render_lines(page.text, page.first_line))
+    return jsonify(out | status)
 
 
 @bp.get("/events")

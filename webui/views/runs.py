@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
+from typing import Any
 
 from flask import Blueprint, render_template
+from werkzeug.wrappers import Response
+
+from orchestrator.errors import NotFoundError
 
 from .. import data, mapped
 from ..current import get_layouts, get_log_mask, get_settings, get_store, now
 from ..inputs import int_arg
+from ..logs import find_try, open_try_log, raw_blocks
 
 bp = Blueprint("runs", __name__)
 
@@ -56,3 +62,40 @@ def _task_page(run_id: str, task_id: str, map_index: int | None) -> str:
         mask=get_log_mask(),
     )
     return render_template("task.html", **ctx)
+
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+@bp.get("/runs/<run_id>/tasks/<task_id>/tries/<int:try_number>/log.txt")
+def log_raw(run_id: str, task_id: str, try_number: int, map_index: int | None = None) -> Response:
+    """A try's whole log as it was written (a download; issue 27)."""
+    store = get_store()
+    t = find_try(store, run_id, task_id, try_number, map_index)
+    opened = open_try_log(store, get_settings().log_dir, t)
+    if opened is None:
+        raise NotFoundError(f"try {try_number} of task {task_id!r} of {run_id} has no log yet")
+    f, size, _ = opened
+    mapped_part = f"__{t.map_index}" if t.map_index >= 0 else ""
+    name = _UNSAFE.sub("_", f"{run_id}__{task_id}{mapped_part}__try{try_number}") + ".log"
+    body: Any = raw_blocks(f, size)
+    mask = get_log_mask()
+    if mask is not None:  # issue 24: the settings' secrets are hidden here too (whole text)
+        with f:
+            body = mask(f.read(size).decode("utf-8", "replace")).encode()
+        size = len(body)
+    return Response(
+        body,
+        mimetype="text/plain",
+        headers={
+            "Content-Disposition": f'attachment; filename="{name}"',
+            "Content-Length": str(size),
+            "X-Content-Type-Options": "nosniff",
+        },
+    )
+
+
+@bp.get("/runs/<run_id>/tasks/<task_id>/map/<int:map_index>/tries/<int:try_number>/log.txt")
+def log_raw_mapped(run_id: str, task_id: str, map_index: int, try_number: int) -> Response:
+    """A try's whole log of one instance of a mapped task."""
+    return log_raw(run_id, task_id, try_number, map_index)
