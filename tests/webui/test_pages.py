@@ -203,3 +203,22 @@ def test_import_error_text_is_escaped(client, store):
 def test_empty_store_shows_a_hint(client):
     html = client.get("/").get_data(as_text=True)
     assert "No DAGs yet" in html
+
+
+def test_dag_list_shows_the_last_run_how_long_ago_and_its_duration(
+    client, clock, make_dag, make_runs
+):
+    make_dag("etl", timezone="Europe/Berlin")
+    make_dag("idle")
+    make_runs("etl", ["success", "failed"])  # the last started at 01:00:05, ran 2 m 04 s
+    clock.advance(hours=1, minutes=3, seconds=5)
+    html = client.get("/").get_data(as_text=True)
+    last = html.split('id="dag-etl"')[1].split('class="last-run"')[1].split("</td>")[0]
+    assert 'class="pill state-failed"' in last
+    assert ">3 min ago</time>" in last
+    assert 'title="2026-01-01 02:00:05 CET · 2026-01-01 01:00:05 UTC"' in last  # on hover
+    assert '<span class="run-duration">2 m 04 s</span>' in last
+    idle = html.split('id="dag-idle"')[1].split('class="last-run"')[1].split("</td>")[0]
+    assert "—" in idle
+    history = client.get("/dags/etl").get_data(as_text=True).split('id="history"')[1]
+    assert ">3 min ago</time>" in history and ">1 h ago</time>" in history

@@ -17,10 +17,10 @@ ROUTES: list[tuple[str, str, str, tuple[str, ...], dict[str, str]]] = [
     ("get", "/runs/{run_id}", "A run with its task instances and tries", (), {}),
     ("get", "/runs/{run_id}/summary", "A run's state, task states counted, tries: cheap to poll", (), {}),
     ("get", "/runs/{run_id}/tasks/{task_id}", "A task instance: tries, results, why waiting", (), {}),
-    ("get", "/runs/{run_id}/tasks/{task_id}/tries/{try_number}/log", "A try's log (tail, or from offset)", ("offset",), {}),
+    ("get", "/runs/{run_id}/tasks/{task_id}/tries/{try_number}/log", "A try's log (tail, or from offset); format=html: a page of numbered lines (offset, before, line); q: the matching lines of the whole log", ("offset", "before", "line", "format", "q"), {}),
     ("get", "/runs/{run_id}/tasks/{task_id}/instances", "A mapped task's instances, 100 a page", ("state", "page"), {}),
     ("get", "/runs/{run_id}/tasks/{task_id}/map/{map_index}", "One instance of a mapped task", (), {}),
-    ("get", "/runs/{run_id}/tasks/{task_id}/map/{map_index}/tries/{try_number}/log", "A mapped instance's try's log", ("offset",), {}),
+    ("get", "/runs/{run_id}/tasks/{task_id}/map/{map_index}/tries/{try_number}/log", "A mapped instance's try's log (as above)", ("offset", "before", "line", "format", "q"), {}),
     ("get", "/events", "The event log, newest first", ("dag_id", "run_id", "kind", "actor", "before", "limit"), {}),
     ("get", "/import-errors", "DAG files that failed to import", (), {}),
     # issue 17: DAG versions (ref: a version number, 'current' or a hash prefix)
