@@ -220,5 +220,8 @@ def test_dag_list_shows_the_last_run_how_long_ago_and_its_duration(
     assert '<span class="run-duration">2 m 04 s</span>' in last
     idle = html.split('id="dag-idle"')[1].split('class="last-run"')[1].split("</td>")[0]
     assert "—" in idle
-    history = client.get("/dags/etl").get_data(as_text=True).split('id="history"')[1]
+    dag_page = client.get("/dags/etl").get_data(as_text=True)
+    history = dag_page.split('id="history"')[1]
     assert ">3 min ago</time>" in history and ">1 h ago</time>" in history
+    # the grid's run marks name the run's logical date and how long it ran, on hover
+    assert "failed · 2026-01-01 02:00:00 CET · ran 2 m 04 s" in dag_page
