@@ -35,6 +35,7 @@ def test_durations_read_at_their_scale_on_the_pages(client, timed_run):
     assert ">38 ms</td>" in extract  # was "0s"
     load = run_page.split('data-task-id="load"><td>')[1].split("</tr>")[0]
     assert ">3 m 04 s</td>" in load
+    assert '<time datetime="2026-01-01T02:00:00+00:00" title="2026-01-01 02:00:00 UTC">' in load
     task = client.get(f"/runs/{run.run_id}/tasks/load").get_data(as_text=True)
     assert ">4.0 s</td>" in task and ">3 m 04 s</td>" in task  # try 1 and try 2
 
