@@ -70,6 +70,17 @@ def test_the_settings_secrets_are_masked_in_try_logs(store, settings, clock, wri
     chunk = web.test_client().get(f"/api/v1/runs/{run_id}/tasks/leak/tries/1/log").get_json()
     assert "token=*** key=***" in chunk["text"] and TOKEN not in chunk["text"]
     assert chunk["next_offset"] == os.path.getsize(path)
+    # the log viewer's other ways in (issue 27): its pages, its search, the download
+    client = web.test_client()
+    api = f"/api/v1/runs/{run_id}/tasks/leak/tries/1/log"
+    page = client.get(api + "?format=html").get_json()
+    assert "token=*** key=***" in page["text"] and TOKEN not in page["text"] + page["html"]
+    assert client.get(api + "?q=" + TOKEN[:12]).get_json()["matches"] == []  # not found
+    found = client.get(api + "?q=token=").get_json()["matches"]
+    assert found and all(TOKEN not in m["text"] for m in found)
+    download = client.get(f"/runs/{run_id}/tasks/leak/tries/1/log.txt").get_data(as_text=True)
+    assert "token=*** key=***" in download and TOKEN not in download and KEY not in download
+    assert TOKEN not in client.get(f"/runs/{run_id}/tasks/leak").get_data(as_text=True)
 
 
 def test_the_values_masked(settings, tmp_path):

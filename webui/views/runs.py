@@ -82,6 +82,7 @@ def log_raw(run_id: str, task_id: str, try_number: int, map_index: int | None = 
     mask = get_log_mask()
     if mask is not None:  # issue 24: the settings' secrets are hidden here too (whole text)
         with f:
+            f.seek(0)
             body = mask(f.read(size).decode("utf-8", "replace")).encode()
         size = len(body)
     return Response(
