@@ -36,7 +36,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import networkx as nx
 
-from orchestrator.authoring import setup_teardown, task_controls
+from orchestrator.authoring import setup_teardown, task_controls, taskflow
 from orchestrator.authoring.alerts import alert_options
 from orchestrator.authoring.assets import (  # Asset... re-exported: orchestrator's names
     Asset,  # noqa: F401
@@ -345,6 +345,7 @@ class DAG:
 
     def validate(self) -> None:
         """Resolve dependencies given by id and reject unknown tasks and cycles."""
+        taskflow.drop_templates(self)  # issue 25: tasks only copied from by calls
         for up, down, where in self._pending:
             for name in (up, down):
                 if name not in self.tasks:

@@ -34,7 +34,9 @@ def _make_task_decorator(dag: Any, fn: Callable[..., Any] | None, options: dict[
         task_id = options.get("task_id") or func.__name__
         if owner is None:
             raise _fail(f"task {task_id!r} is defined outside a DAG: use 'with DAG(...):'", where)
-        return Task(owner, task_id, fn=func, where=where, **rest)
+        made = Task(owner, task_id, fn=func, where=where, **rest)
+        made.options = rest  # a second call makes a copy with them (authoring/taskflow.py)
+        return made
 
     if fn is not None:
         return decorate(fn)

@@ -26,6 +26,7 @@ from orchestrator.authoring.template_context import TEMPLATE_NAMES
 from orchestrator.authoring.where import Where
 from orchestrator.authoring.where import caller as _caller
 from orchestrator.authoring.where import definition_error as _fail
+from orchestrator.authoring.xcom_arg import XComArg, check_same_dag, spec_form
 from orchestrator.scheduling.mapping import KWARGS
 
 # template variables of a shell command that a mapped argument may not shadow
@@ -61,6 +62,11 @@ class Partial:
 
 def check_partial(task: Any, fixed: dict[str, Any], where: Where) -> dict[str, Any]:
     _check_mappable(task, where)
+    # issue 25: a reference (partial(rows=extract())) is an edge; stored in its JSON form,
+    # resolved in the task process (authoring/xcom_arg.py)
+    for ref in check_same_dag(task, fixed, where):
+        task.upstream_ids.add(ref.task.task_id)
+    fixed = spec_form(fixed, strict=True)
     try:
         json.dumps(fixed)
     except (TypeError, ValueError) as exc:
@@ -134,6 +140,9 @@ def _ref(task: Any, arg: str, source: Any, kind: str, where: Where) -> tuple[dic
                 where,
             ) from None
         return {"literal": values}, None
+    keys: tuple[str, ...] = ()
+    if isinstance(source, XComArg):  # issue 25: expand(x=extract()) or x=extract()["key"]
+        source, keys = source.task, source.keys
     if hasattr(source, "task_id") and hasattr(source, "upstream_ids") and hasattr(source, "dag"):
         if source.dag is not task.dag:
             raise _fail(
@@ -143,11 +152,11 @@ def _ref(task: Any, arg: str, source: Any, kind: str, where: Where) -> tuple[dic
             )
         if source is task:
             raise _fail(f"task {name!r} cannot be expanded over its own result", where)
-        return {"task": source.task_id}, source
+        return ({"task": source.task_id} | ({"key": list(keys)} if keys else {})), source
     what = "expand_kwargs()" if kind == "expand_kwargs" else f"expand({arg}=...)"
     raise _fail(
         f"task {name!r}: {what} needs an upstream task, a list or dag.param(...), "
-        f"got {type(source).__name__} {str(source)[:60]!r}",
+        f"got {type(source).__name__} {repr(source)[:60]}",
         where,
     )
 
@@ -170,16 +179,14 @@ def _check_arguments(task: Any, names: list[str], kind: str, where: Where) -> No
     except (TypeError, ValueError):
         return  # a builtin or C function: nothing to check
     params = list(signature.parameters.values())
-    if not params or params[0].kind not in (
-        params[0].POSITIONAL_ONLY,
-        params[0].POSITIONAL_OR_KEYWORD,
-    ):
-        raise _fail(
-            f"task {name!r}: a mapped task's function takes the context first, "
-            f"then its arguments: def {task.fn.__name__}(ctx, ...)",
-            where,
-        )
-    rest = params[1:]
+    # the context goes to a first positional parameter named ctx, or (the ctx style of
+    # expand) one that no argument fills; issue 25: def add(x) maps without a context
+    first = params[0] if params else None
+    task.ctx_first = first is not None and (
+        first.kind in (first.POSITIONAL_ONLY, first.POSITIONAL_OR_KEYWORD)
+        and (first.name == "ctx" or (kind == "expand" and first.name not in names))
+    )
+    rest = params[1:] if task.ctx_first else params
     takes_any = any(p.kind is p.VAR_KEYWORD for p in rest)
     accepted = {p.name for p in rest if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
     unknown = [arg for arg in names if arg not in accepted and not takes_any]

@@ -29,6 +29,7 @@ from orchestrator.authoring.params import plain_schema
 from orchestrator.authoring.params import resolve as resolve_params
 from orchestrator.authoring.setup_teardown import spec_fields as setup_teardown_fields
 from orchestrator.authoring.task_controls import SKIP_EXIT_CODE
+from orchestrator.authoring.taskflow import spec_fields as taskflow_fields
 from orchestrator.scheduling.asset_conditions import AssetCondition, condition_from_data
 from orchestrator.scheduling.retry import RetryPolicy
 from orchestrator.scheduling.schedule import Schedule, parse_schedule
@@ -89,6 +90,7 @@ def serialize_dag(dag: DAG) -> dict[str, Any]:
                 **controls_of_task(t),
                 **setup_teardown_fields(t),  # issue 25
                 **templates_of_task(t),
+                **taskflow_fields(t),  # issue 25: the TaskFlow call, multiple_outputs
             }
         )
     return {

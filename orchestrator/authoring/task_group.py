@@ -164,15 +164,17 @@ def task_group(
     """``@task_group``: calling the function builds its tasks inside a new group.
 
     The group is named after the function unless ``group_id=`` says otherwise; the
-    call returns the :class:`TaskGroup`, so ``clean() >> load`` wires it.
+    call returns the :class:`TaskGroup`, so ``clean() >> load`` wires it, or, as in
+    Airflow, what the function returns when that is not None (issue 25: a reference,
+    ``load(clean(extract()))``, or a task).
     """
 
-    def decorate(func: Callable[..., Any]) -> Callable[..., TaskGroup]:
+    def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(func)
-        def build(*args: Any, **kwargs: Any) -> TaskGroup:
+        def build(*args: Any, **kwargs: Any) -> Any:
             with TaskGroup(group_id or func.__name__, tooltip=tooltip) as group:
-                func(*args, **kwargs)
-            return group
+                value = func(*args, **kwargs)
+            return group if value is None else value
 
         return build
 

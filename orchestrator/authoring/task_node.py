@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 from datetime import timedelta
 from typing import Any
 
-from orchestrator.authoring import setup_teardown, task_controls
+from orchestrator.authoring import setup_teardown, task_controls, taskflow
 from orchestrator.authoring.alerts import alert_options
 from orchestrator.authoring.assets import outlet_list
 from orchestrator.authoring.building import _current_group
@@ -26,6 +26,7 @@ from orchestrator.authoring.task_templates import check_shell_command, env_optio
 from orchestrator.authoring.where import caller as _caller
 from orchestrator.authoring.where import definition_error as _fail
 from orchestrator.authoring.wiring import Wiring
+from orchestrator.authoring.xcom_arg import XComArg
 from orchestrator.scheduling.retry import RetryPolicy
 from orchestrator.scheduling.trigger_rules import TriggerRule
 
@@ -79,11 +80,14 @@ class Task(Wiring):
         run_as_user: str | None = None,
         sensor: dict[str, Any] | None = None,
         check: dict[str, Any] | None = None,
+        # issue 25: a dict result's keys are its outputs (None: from a -> dict annotation)
+        multiple_outputs: bool | None = None,
         where: tuple[str | None, int | None] | None = None,
     ) -> None:
         where = where or _caller()
         self.fileloc, self.lineno = where
         self.task_id = _check_id("task_id", task_id, where)
+        self.base_id = task_id  # without its group's prefix (a copy's id: base_id__n)
         # issue 15: the assets each successful try records an event for
         self.outlets = outlet_list(outlets, task_id, where)
         group = _current_group(dag)  # issue 14: inside a TaskGroup the id is "group.id"
@@ -97,6 +101,22 @@ class Task(Wiring):
         self.http = http  # the request of an HTTP task (authoring/http_request.py)
         self.response_check = response_check
         self.kind = "python" if fn is not None else "http" if http is not None else "shell"
+        # issue 25: the TaskFlow call (authoring/taskflow.py): its arguments, references
+        # to upstream results included; ctx_first: the context goes first (None: decide
+        # from the function, the ctx style); options: what a copy (t__1) is made with
+        self.called = False
+        self.copied = False
+        self.call_args: tuple[Any, ...] = ()
+        self.call_kwargs: dict[str, Any] = {}
+        self.ctx_first: bool | None = None
+        self.options: dict[str, Any] = {}
+        if multiple_outputs and fn is None:
+            raise _fail(f"task {task_id!r}: only a Python task has multiple_outputs", where)
+        self.multiple_outputs = (
+            bool(multiple_outputs)
+            if multiple_outputs is not None
+            else fn is not None and taskflow.infer_multiple_outputs(fn)
+        )
         # a sensor (issue 15): its options (authoring/sensor.py); a built-in one's
         # declarative check, evaluated by the worker (kind "check")
         self.check = check
@@ -231,6 +251,8 @@ class Task(Wiring):
 
     # -- wiring -----------------------------------------------------------------
     def _resolve(self, other: Task | str, where: tuple[str | None, int | None]) -> Task | str:
+        if isinstance(other, XComArg):  # issue 25: a call's result wires as its task
+            other = other.task
         if isinstance(other, Task):
             if other.dag is not self.dag:
                 raise _fail(
@@ -262,10 +284,24 @@ class Task(Wiring):
                 self.dag._pending.append((other, self.task_id, where))
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        """Calling a python task calls its function (handy in unit tests)."""
+        """Inside a DAG being built, ``load(extract())`` builds the graph and returns a
+        reference to the result (:mod:`orchestrator.authoring.taskflow`); the function
+        does not run. Outside any DAG it calls the function (handy in unit tests)."""
+        if taskflow.building():
+            return taskflow.call(self, args, kwargs, _caller())
         if self.fn is None:
             raise TypeError(f"{self.kind} task {self.task_id!r} is not callable")
         return self.fn(*args, **kwargs)
+
+    @property
+    def function(self) -> Callable[..., Any] | None:
+        """The task's function, to call it anywhere (Airflow's ``task.function``)."""
+        return self.fn
+
+    @property
+    def output(self) -> XComArg:
+        """A reference to this task's result (Airflow's ``task.output``)."""
+        return XComArg(self)
 
     def __repr__(self) -> str:
         return f"<Task {self.dag.dag_id}.{self.task_id}>"
@@ -281,7 +317,7 @@ def _sensor_of(task_id: str, options: dict[str, Any], where: Any) -> dict[str, A
 
 
 def _as_list(value: Any) -> list[Any]:
-    if isinstance(value, Task | str) or hasattr(value, "members"):
+    if isinstance(value, Task | str | XComArg) or hasattr(value, "members"):
         return [value]
     if isinstance(value, Iterable):
         return list(value)

@@ -27,7 +27,9 @@ from multiprocessing.reduction import recv_handle
 from typing import Any
 
 from orchestrator.authoring.loader import DagImportError, display_path, load_file, read_source
+from orchestrator.authoring.taskflow import invoke, output_error
 from orchestrator.authoring.triggers import TaskDeferred
+from orchestrator.authoring.xcom_arg import resolve
 from orchestrator.engine.deferral_try import deferral_outcome, resume
 from orchestrator.engine.fd_capture import FdCapture
 from orchestrator.engine.masking import Masker, mask_outcome
@@ -334,7 +336,8 @@ def run_try(
             # the values travel in the environment, never in the text the shell parses
             # a mapped instance's arguments are template variables too, values like any other
             macros, filters = _user_templates(job, cache)
-            variables = ctx.template_vars(job["timezone"]) | macros | (kwargs or {})
+            mapped = resolve(kwargs or {}, ctx.upstream, ctx.task_id)  # partial(x=ref)
+            variables = ctx.template_vars(job["timezone"]) | macros | mapped
             shell = render_shell(job["command"], variables, filters)
             task_env = render_env(job.get("env") or {}, variables, filters)  # issue 25
             command = shell.script
@@ -384,7 +387,8 @@ def run_try(
                 dag.tasks[job["task_id"]], job | {"env": rendered}, ctx, logfile, logger,
                 _run_command,
             )  # fmt: skip
-        fn = dag.tasks[job["task_id"]].fn
+        task = dag.tasks[job["task_id"]]
+        fn = task.fn
         hook("on_execute")
         with contextlib.redirect_stdout(logfile), contextlib.redirect_stderr(logfile):
             try:
@@ -392,15 +396,13 @@ def run_try(
                     value = resume(fn, job, ctx, logger)
                 elif job.get("sensor"):  # issue 15: poke (engine/sensor_try.py)
                     value = run_sensor(
-                        lambda: fn(ctx) if _takes_argument(fn) else fn(),
+                        lambda: invoke(task, ctx, kwargs, _takes_argument),
                         job["sensor"],
                         job.get("poke_count", 0),
                         logger,
                     )
-                elif kwargs is not None:
-                    value = fn(ctx, **kwargs)
-                else:
-                    value = fn(ctx) if _takes_argument(fn) else fn()
+                else:  # issue 25: a TaskFlow call's arguments resolved (taskflow.py)
+                    value = invoke(task, ctx, kwargs, _takes_argument)
             except BaseException as exc:
                 if os.getpid() != me:  # the task forked and this copy is done with it
                     _exit_forked_copy(exc)
@@ -411,6 +413,9 @@ def run_try(
         if isinstance(value, SensorWait):
             return value.outcome
         result = None
+        wrong = output_error(task, value)  # issue 25: multiple_outputs needs a dict
+        if wrong is not None:
+            return _failure(logger, wrong, None)
         if value is not None:
             try:
                 result = json.dumps(masker.mask_value(value))

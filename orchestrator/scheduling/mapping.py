@@ -44,7 +44,7 @@ class BadItem:
 def describe(ref: Mapping[str, Any]) -> str:
     """A source in words: ``list_files``, ``param 'n'``, ``a literal list``."""
     if "task" in ref:
-        return str(ref["task"])
+        return str(ref["task"]) + "".join(f"[{k!r}]" for k in ref.get("key") or ())
     if "param" in ref:
         return f"param {ref['param']!r}"
     return "a literal list"
@@ -77,8 +77,16 @@ def resolve(
         elif "param" in ref:
             out[name] = params.get(ref["param"])
         else:
-            out[name] = results.get(ref["task"])
+            out[name] = _key_of(results.get(ref["task"]), ref.get("key") or ())
     return out
+
+
+def _key_of(value: Any, keys: Iterable[str]) -> Any:
+    """One key (path) of a task's result (``expand(x=extract()["files"])``, issue 25);
+    None when the result has no such key (then "not a list" names the source)."""
+    for key in keys:
+        value = value.get(key) if isinstance(value, dict) else None
+    return value
 
 
 def map_items(
