@@ -346,6 +346,7 @@ class DAG:
     def validate(self) -> None:
         """Resolve dependencies given by id and reject unknown tasks and cycles."""
         taskflow.drop_templates(self)  # issue 25: tasks only copied from by calls
+        taskflow.check_parameters(self)  # issue 25: context by parameter name
         for up, down, where in self._pending:
             for name in (up, down):
                 if name not in self.tasks:

@@ -22,6 +22,7 @@ import keyword
 from dataclasses import dataclass
 from typing import Any
 
+from orchestrator.authoring.context_names import CONTEXT_NAMES
 from orchestrator.authoring.template_context import TEMPLATE_NAMES
 from orchestrator.authoring.where import Where
 from orchestrator.authoring.where import caller as _caller
@@ -184,7 +185,10 @@ def _check_arguments(task: Any, names: list[str], kind: str, where: Where) -> No
     first = params[0] if params else None
     task.ctx_first = first is not None and (
         first.kind in (first.POSITIONAL_ONLY, first.POSITIONAL_OR_KEYWORD)
-        and (first.name == "ctx" or (kind == "expand" and first.name not in names))
+        and (
+            first.name == "ctx"
+            or (kind == "expand" and first.name not in names and first.name not in CONTEXT_NAMES)
+        )
     )
     rest = params[1:] if task.ctx_first else params
     takes_any = any(p.kind is p.VAR_KEYWORD for p in rest)
@@ -204,6 +208,7 @@ def _check_arguments(task: Any, names: list[str], kind: str, where: Where) -> No
         if p.default is p.empty
         and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
         and p.name not in names
+        and p.name not in CONTEXT_NAMES  # given by name in the try (issue 25)
     ]
     if missing:
         raise _fail(

@@ -109,6 +109,12 @@ class Task(Wiring):
         self.call_args: tuple[Any, ...] = ()
         self.call_kwargs: dict[str, Any] = {}
         self.ctx_first: bool | None = None
+        # issue 25 item 2: parameters given context values by name, **kwargs given the
+        # context (authoring/taskflow.check_parameters, at validate)
+        self.bound_names: frozenset[str] = frozenset()
+        self.context_names: tuple[str, ...] = ()
+        self.context_var_kw = False
+        self.param_names: frozenset[str] = frozenset()
         self.options: dict[str, Any] = {}
         if multiple_outputs and fn is None:
             raise _fail(f"task {task_id!r}: only a Python task has multiple_outputs", where)

@@ -40,6 +40,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from orchestrator.authoring.building import _active, _current_group, _loading
+from orchestrator.authoring.context_names import CONTEXT_NAMES, context_values
 from orchestrator.authoring.where import Where
 from orchestrator.authoring.where import definition_error as _fail
 from orchestrator.authoring.xcom_arg import XComArg, check_same_dag, resolve, spec_form
@@ -128,6 +129,7 @@ def bind(task: Any, args: tuple[Any, ...], kwargs: dict[str, Any], where: Where)
             if p.name not in bound.arguments
             and p.default is p.empty
             and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+            and p.name not in CONTEXT_NAMES  # issue 25 item 2: given by name in the try
         ]
         if missing:
             raise _fail(
@@ -137,6 +139,7 @@ def bind(task: Any, args: tuple[Any, ...], kwargs: dict[str, Any], where: Where)
                 where,
             )
     task.called = True
+    task.bound_names = frozenset(bound.arguments) if signature is not None else frozenset()
     task.call_args, task.call_kwargs = tuple(args), dict(kwargs)
     task.ctx_first = ctx_first
     for ref in refs:
@@ -148,6 +151,58 @@ def _is_context(param: inspect.Parameter) -> bool:
         param.POSITIONAL_ONLY,
         param.POSITIONAL_OR_KEYWORD,
     )
+
+
+def check_parameters(dag: Any) -> None:
+    """Plan how each Python task's function is called (issue 25 item 2): which
+    parameters get context values by name, whether ``**kwargs`` gets the context, and
+    refuse, at the task's file:line, a parameter that nothing gives."""
+    for task in dag.tasks.values():
+        if task.kind == "python" and task.fn is not None and not task.python_env:
+            _plan(task)
+
+
+def _plan(task: Any) -> None:
+    try:
+        signature = inspect.signature(task.fn)
+    except (TypeError, ValueError):
+        return  # a builtin: called as before
+    params = list(signature.parameters.values())
+    given = set(task.bound_names)
+    mapping = task.mapping
+    if mapping is not None:
+        given |= set(mapping.get("partial") or {})
+        given |= {str(name) for name, _ in mapping["args"] if mapping["kind"] == "expand"}
+    first = params[0] if params else None
+    if task.ctx_first is None:  # the ctx style: a first parameter gets the TaskContext
+        task.ctx_first = first is not None and (
+            first.kind is first.VAR_POSITIONAL
+            or (
+                first.kind in (first.POSITIONAL_ONLY, first.POSITIONAL_OR_KEYWORD)
+                and first.name not in CONTEXT_NAMES
+            )
+        )
+    rest = params[1:] if task.ctx_first and first.kind is not first.VAR_POSITIONAL else params
+    names, unknown, var_kw = [], [], False
+    for p in rest:
+        if p.kind is p.VAR_KEYWORD:
+            var_kw = not task.ctx_first  # def f(ctx, **kw) keeps its own keywords
+        elif p.kind is p.VAR_POSITIONAL or p.name in given:
+            continue
+        elif p.name in CONTEXT_NAMES and p.kind is not p.POSITIONAL_ONLY:
+            names.append(p.name)
+        elif p.default is p.empty:
+            unknown.append(p.name)
+    if unknown and not (mapping is not None and mapping["kind"] == "expand_kwargs"):
+        raise _fail(
+            f"task {task.task_id!r}: def {task.fn.__name__}{signature}: parameter "
+            f"{unknown[0]!r} is neither an argument (of a call, partial() or expand()) nor "
+            f"a context name (ctx first, or by name: {', '.join(sorted(CONTEXT_NAMES))})",
+            (task.fileloc, task.lineno),
+        )
+    task.context_names = tuple(names)
+    task.context_var_kw = var_kw
+    task.param_names = frozenset(p.name for p in params)
 
 
 def drop_templates(dag: Any) -> None:
@@ -226,6 +281,14 @@ def invoke(task: Any, ctx: Any, map_kwargs: dict[str, Any] | None, takes_argumen
     mapped = map_kwargs is not None
     if mapped:
         kwargs.update(resolve(map_kwargs, result_of, task.task_id))
+    if task.context_names or task.context_var_kw:  # issue 25 item 2: by name
+        values = context_values(ctx, task)
+        for name in task.context_names:
+            kwargs.setdefault(name, values[name])
+        if task.context_var_kw:  # **context: every name no parameter takes
+            for name, value in values.items():
+                if name not in kwargs and name not in task.param_names:
+                    kwargs[name] = value
     ctx_first = task.ctx_first
     if ctx_first is None:  # the ctx style: the context to a function that takes one
         ctx_first = mapped or takes_argument(task.fn)

@@ -178,3 +178,70 @@ def test_a_reference_in_an_f_string_is_an_import_error_naming_file_and_line(
     assert "misuse.py:9:" in error.message
     assert "extract() is a reference to a result" in error.message
     assert "pass it to a task as an argument" in error.message
+
+
+CONTEXT = """
+from orchestrator import DAG, task
+
+with DAG("by_name", schedule=None, params={"n": 1}) as dag:
+    @task
+    def report(ds, ti, dag_run, params, run_id, **context):
+        return {
+            "ds": ds,
+            "ti": [ti.task_id, ti.try_number, ti.map_index],
+            "conf": dag_run.conf,
+            "params": params,
+            "same_run": run_id == dag_run.run_id == ti.run_id,
+            "context_has": sorted(k for k in ("ds_nodash", "logical_date", "macros") if k in context),
+        }
+
+    @task
+    def pull(ti):
+        return ti.xcom_pull(task_ids="report", key="params")
+
+    @task
+    def b(x, ti):
+        return [x, ti.map_index]
+
+    report >> pull
+    b.expand(x=[10, 20])
+"""
+
+
+def test_the_context_by_parameter_name_in_a_try(harness: Harness, write_dag):
+    write_dag("by_name.py", CONTEXT)
+    assert harness.parse().dags == 1, harness.store.import_errors()
+    run = harness.store.trigger_run("by_name", harness.clock.now(), conf={"n": 5})
+    run = harness.run_until_finished(run.run_id)
+    assert run.state == "success"
+    got = _results(harness.store, run.run_id, "report", "pull", "b")
+    assert got["report"] == {
+        "ds": harness.clock.now().strftime("%Y-%m-%d"),
+        "ti": ["report", 1, -1],
+        "conf": {"n": 5},
+        "params": {"n": 5},
+        "same_run": True,
+        "context_has": ["ds_nodash", "logical_date", "macros"],
+    }
+    assert got["pull"] == {"n": 5}
+    assert got["b"] == [[10, 0], [20, 1]]
+
+
+def test_a_parameter_nothing_gives_is_an_import_error_naming_file_line(harness: Harness, write_dag):
+    write_dag(
+        "unknown_param.py",
+        """
+        from orchestrator import DAG, task
+
+        with DAG("unknown_param", schedule=None) as dag:
+            @task
+            def load(ctx, rows):
+                return rows
+        """,
+    )
+    assert harness.parse().errors == 1
+    [error] = harness.store.import_errors()
+    assert "unknown_param.py:5: task 'load': def load(ctx, rows): parameter 'rows'" in (
+        error.message
+    )
+    assert "a context name" in error.message

@@ -1,0 +1,157 @@
+"""The task context by parameter name, as Airflow passes it (issue 25 item 2).
+
+A task function names what it needs; ``**context`` takes all of it as a dict::
+
+    @task
+    def report(ds, ti, dag_run, params, **context):
+        ti.log.info("report for %s (run %s, conf %s)", ds, dag_run.run_id, dag_run.conf)
+
+:data:`CONTEXT_NAMES` is what a parameter may be named to get a value;
+:func:`context_values` builds the values for one try from its
+:class:`~orchestrator.authoring.context.TaskContext`. A positional ``ctx`` keeps
+getting the TaskContext itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from orchestrator.authoring.template_context import template_variables
+
+CONTEXT_NAMES = frozenset(
+    {
+        "ti", "task_instance", "ds", "ds_nodash", "ts", "ts_nodash", "ts_nodash_with_tz",
+        "logical_date", "data_interval_start", "data_interval_end", "dag_run", "params",
+        "run_id", "dag_id", "task_id", "try_number", "map_index", "outlet_events",
+        "triggering_asset_events", "macros", "var", "conn", "dag", "task",
+    }
+)  # fmt: skip
+
+
+class TaskInstanceView:
+    """``ti`` / ``task_instance``: this try's task instance (``dag_id``, ``task_id``,
+    ``run_id``, ``try_number``, ``map_index``, ``log``) and ``xcom_pull`` of an
+    upstream task's result."""
+
+    def __init__(self, ctx: Any) -> None:
+        self._ctx = ctx
+        self.dag_id: str = ctx.dag_id
+        self.task_id: str = ctx.task_id
+        self.run_id: str = ctx.run_id
+        self.try_number: int = ctx.try_number
+        self.map_index: int = ctx.map_index
+        self.log = ctx.log
+
+    def xcom_pull(
+        self,
+        task_ids: str | list[str] | None = None,
+        key: str | None = "return_value",
+        map_indexes: int | list[int] | None = None,
+    ) -> Any:
+        """The result of upstream task ``task_ids`` (a list of ids: a list of results);
+        ``key`` other than ``return_value`` reads that key of a dict result;
+        ``map_indexes`` picks instances of a mapped upstream task."""
+        if task_ids is None:
+            raise ValueError(f"task {self.task_id!r}: xcom_pull needs task_ids=...")
+        if isinstance(task_ids, list | tuple):
+            return [self.xcom_pull(t, key, map_indexes) for t in task_ids]
+        value = self._ctx.upstream(task_ids)
+        if map_indexes is not None and isinstance(value, list):
+            value = (
+                [value[i] for i in map_indexes]
+                if isinstance(map_indexes, list | tuple)
+                else value[map_indexes]
+            )
+        if key not in (None, "return_value"):
+            value = value.get(key) if isinstance(value, dict) else None
+        return value
+
+    def xcom_push(self, key: str, value: Any) -> None:
+        raise NotImplementedError(
+            f"task {self.task_id!r}: xcom_push is not supported: return the value (a dict "
+            "for several, with multiple_outputs=True) and read it downstream"
+        )
+
+    def __repr__(self) -> str:
+        return f"<TaskInstance {self.dag_id}.{self.task_id} {self.run_id} try {self.try_number}>"
+
+
+class _OutletEvent:
+    """``outlet_events[asset]``: ``.extra = {...}`` or ``.extra["k"] = v`` adds to the
+    event this try records for the asset (ctx.outlet_event)."""
+
+    def __init__(self, ctx: Any, asset: Any) -> None:
+        self._ctx, self._asset = ctx, asset
+
+    @property
+    def extra(self) -> dict[str, Any]:
+        return _Extra(self._ctx, self._asset)
+
+    @extra.setter
+    def extra(self, value: dict[str, Any]) -> None:
+        self._ctx.outlet_event(self._asset, value)
+
+
+class _Extra(dict):
+    def __init__(self, ctx: Any, asset: Any) -> None:
+        uri = getattr(asset, "uri", asset)
+        super().__init__(ctx._outlet_extras.get(uri, {}))
+        self._ctx, self._asset = ctx, asset
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        super().__setitem__(key, value)
+        self._ctx.outlet_event(self._asset, {key: value})
+
+
+class OutletEvents(Mapping):
+    """``outlet_events``: ``outlet_events[asset].extra = {...}`` for one of the task's
+    outlets (an Asset or its URI)."""
+
+    def __init__(self, ctx: Any) -> None:
+        self._ctx = ctx
+
+    def __getitem__(self, asset: Any) -> _OutletEvent:
+        return _OutletEvent(self._ctx, asset)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._ctx.outlets)
+
+    def __len__(self) -> int:
+        return len(self._ctx.outlets)
+
+
+class TriggeringAssetEvents(Mapping):
+    """``triggering_asset_events``: the events that started an asset-triggered run, by
+    asset (an Asset or its URI) -> list of events (``.uri``, ``.extra``, ``.at``...)."""
+
+    def __init__(self, events: tuple[Any, ...]) -> None:
+        self._by_uri: dict[str, list[Any]] = {}
+        for event in events:
+            self._by_uri.setdefault(event.uri, []).append(event)
+
+    def __getitem__(self, asset: Any) -> list[Any]:
+        return self._by_uri[getattr(asset, "uri", asset)]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._by_uri)
+
+    def __len__(self) -> int:
+        return len(self._by_uri)
+
+
+def context_values(ctx: Any, task: Any = None) -> dict[str, Any]:
+    """Every context name's value for the try ``ctx`` (``task``: the live task, whose
+    ``dag`` it names)."""
+    values = template_variables(ctx, ctx.timezone)
+    ti = TaskInstanceView(ctx)
+    values.update(
+        ti=ti,
+        task_instance=ti,
+        outlet_events=OutletEvents(ctx),
+        triggering_asset_events=TriggeringAssetEvents(ctx.triggering_asset_events),
+        task=task,
+        dag=getattr(task, "dag", None),
+    )
+    values.pop("idempotency_key", None)
+    return {k: v for k, v in values.items() if k in CONTEXT_NAMES}
