@@ -26,12 +26,14 @@ __all__ += ["Client", "ClientError"]  # issue 17: the API client
 __all__ += ["PokeReturnValue"]
 __all__ += ["setup", "teardown"]  # issue 25: setup and teardown tasks
 __all__ += ["Param"]  # issue 25: typed params (JSON Schema)
+__all__ += ["dag"]  # issue 25: Airflow's @dag decorator
 __all__ += ["BaseTrigger", "TriggerEvent", "TaskDeferred"]  # issue 30: deferrable tasks
 
 
 def __getattr__(name: str) -> Any:  # imported lazily so store-only processes stay light
     if name in (
-        "DAG", "Task", "task", "PokeReturnValue", "setup", "teardown", "Param", *_ASSET_NAMES
+        "DAG", "Task", "task", "PokeReturnValue", "setup", "teardown", "Param", "dag",
+        *_ASSET_NAMES,
     ):  # fmt: skip
         from orchestrator.authoring import dag
 

@@ -40,6 +40,7 @@ def _declare(task_id: str, check: dict[str, Any], options: dict[str, Any], where
         )
     sensor, rest = split_sensor_options(options)
     sensor.setdefault("poke_interval", DEFAULT_POKE)
+    rest = {**getattr(_active[-1], "task_defaults", {}), **rest}  # DAG default_args
     return Task(_active[-1], task_id, check=check, sensor=sensor, where=where, **rest)
 
 

@@ -50,6 +50,7 @@ from orchestrator.authoring.building import (  # noqa: F401 - re-exported (loade
     _groups,
     _loading,
 )
+from orchestrator.authoring.dag_vocabulary import dag_decorator, misfire_of, split_default_args
 from orchestrator.authoring.decorators import (  # noqa: F401 - public: orchestrator.task...
     _make_task_decorator,
     setup,
@@ -117,7 +118,7 @@ class DAG:
         description: str | None = None,
         tags: Iterable[str] = (),
         params: dict[str, Any] | None = None,
-        misfire: str = "coalesce",
+        misfire: str | None = None,  # "coalesce" unless catchup=True says "backfill"
         misfire_grace: timedelta | float = timedelta(minutes=5),
         catchup_window: timedelta | float | None = None,
         max_active_runs: int | None = None,
@@ -142,11 +143,23 @@ class DAG:
         user_defined_macros: dict[str, Any] | None = None,
         user_defined_filters: dict[str, Callable[..., Any]] | None = None,
         template_searchpath: str | Iterable[str] | None = None,
+        # issue 25: Airflow's vocabulary (authoring/dag_vocabulary.py)
+        default_args: dict[str, Any] | None = None,
+        catchup: bool | None = None,
+        doc_md: str | None = None,
     ) -> None:
         where = _caller()
         self.fileloc, self.lineno = where
         self.dag_id = _check_id("dag_id", dag_id, where)
         self.description = description
+        if doc_md is not None and not isinstance(doc_md, str):
+            raise _fail(f"DAG {dag_id!r}: doc_md must be a string (Markdown)", where)
+        self.doc_md = doc_md
+        # options every task gets unless it gives its own; start/end dates as fallbacks
+        self.task_defaults, fallbacks = split_default_args(default_args, dag_id, where)
+        start_date = start_date if start_date is not None else fallbacks.get("start_date")
+        end_date = end_date if end_date is not None else fallbacks.get("end_date")
+        misfire = misfire_of(catchup, misfire, dag_id, where)
         self.tags = [str(t) for t in tags]
         self.timezone = timezone or "UTC"
         try:
@@ -281,7 +294,13 @@ class DAG:
 
     def shell(self, task_id: str, command: str, **options: Any) -> Task:
         """A task that runs ``command`` (a Jinja2 template) with ``/bin/sh -c``."""
+        options = {**self.task_defaults, **options}
         return Task(self, task_id, command=command, where=_caller(), **options)
+
+    @property
+    def owners(self) -> list[str]:
+        """The owners of its tasks (``owner=``, or default_args' ``owner``), sorted."""
+        return sorted({t.owner for t in self.tasks.values() if t.owner})
 
     def http(
         self,
@@ -321,6 +340,7 @@ class DAG:
             )
         except (HttpSpecError, TemplateRenderError) as exc:
             raise _fail(f"task {task_id!r}: {exc}", where) from None
+        options = {**self.task_defaults, **options}
         return Task(
             self, task_id, http=request, response_check=response_check, where=where, **options
         )
@@ -400,3 +420,16 @@ class DAG:
 
     def __repr__(self) -> str:
         return f"<DAG {self.dag_id}>"
+
+
+def dag(dag_id: Any = None, **options: Any) -> Any:
+    """``@dag(...)`` (Airflow's): calling the decorated function builds a DAG with its
+    name as dag_id and its parameters as params; see
+    :mod:`orchestrator.authoring.dag_vocabulary`::
+
+        @dag(schedule=None, default_args={"retries": 2})
+        def etl(limit=100):
+            ...
+        etl()
+    """
+    return dag_decorator(DAG, dag_id, options)

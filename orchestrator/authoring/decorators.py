@@ -31,6 +31,7 @@ def _make_task_decorator(dag: Any, fn: Callable[..., Any] | None, options: dict[
         owner = dag or (_active[-1] if _active else None)
         # options is not mutated: one task(...) decorator may be applied to several functions
         rest = {k: v for k, v in options.items() if k != "task_id"}
+        rest = {**getattr(owner, "task_defaults", {}), **rest}  # DAG default_args
         task_id = options.get("task_id") or func.__name__
         if owner is None:
             raise _fail(f"task {task_id!r} is defined outside a DAG: use 'with DAG(...):'", where)
@@ -165,7 +166,9 @@ def teardown(fn: Any = None, *, on_failure_fail_dagrun: bool = False, **options:
         )
 
     def mark(obj: Any) -> Task:
-        made = obj if isinstance(obj, Task) else _make_task_decorator(None, obj, options)
+        # its own rule, explicit: default_args' trigger_rule is not a teardown's
+        own = {**options, "trigger_rule": setup_teardown.TEARDOWN_RULE}
+        made = obj if isinstance(obj, Task) else _make_task_decorator(None, obj, own)
         return setup_teardown.mark_teardown(made, [], on_failure_fail_dagrun, where)
 
     return mark(fn) if fn is not None else mark

@@ -19,7 +19,6 @@ from __future__ import annotations
 import inspect
 import json
 import keyword
-from dataclasses import dataclass
 from typing import Any
 
 from orchestrator.authoring.context_names import CONTEXT_NAMES
@@ -27,18 +26,11 @@ from orchestrator.authoring.template_context import TEMPLATE_NAMES
 from orchestrator.authoring.where import Where
 from orchestrator.authoring.where import caller as _caller
 from orchestrator.authoring.where import definition_error as _fail
-from orchestrator.authoring.xcom_arg import XComArg, check_same_dag, spec_form
+from orchestrator.authoring.xcom_arg import ParamRef, XComArg, check_same_dag, spec_form
 from orchestrator.scheduling.mapping import KWARGS
 
 # template variables of a shell command that a mapped argument may not shadow
 SHELL_RESERVED = TEMPLATE_NAMES
-
-
-@dataclass(frozen=True)
-class ParamRef:
-    """A DAG param as a mapping source: ``load.expand(path=dag.param("paths"))``."""
-
-    name: str
 
 
 class Partial:

@@ -116,6 +116,7 @@ def serialize_dag(dag: DAG) -> dict[str, Any]:
         **_asset_fields(dag),
         **controls_of_dag(dag),
         **_param_fields(dag),
+        **({"doc_md": dag.doc_md} if dag.doc_md else {}),  # issue 25
     }
 
 
@@ -306,6 +307,7 @@ class DagSpec:
     # JSON type), and the params without a default, which every trigger must give
     param_schemas: dict[str, dict[str, Any]] = field(default_factory=dict)
     required_params: tuple[str, ...] = ()
+    doc_md: str | None = None  # issue 25: the DAG's Markdown documentation
 
     def param_schema(self, name: str) -> dict[str, Any]:
         """The JSON Schema of param ``name`` (a plain param's: its default's type)."""
@@ -470,6 +472,7 @@ class DagSpec:
             dagrun_timeout=_td(data.get("dagrun_timeout")),
             param_schemas=data.get("param_schemas") or {},
             required_params=tuple(data.get("required_params") or ()),
+            doc_md=data.get("doc_md"),
         )
 
     @classmethod

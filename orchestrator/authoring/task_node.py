@@ -82,12 +82,16 @@ class Task(Wiring):
         check: dict[str, Any] | None = None,
         # issue 25: a dict result's keys are its outputs (None: from a -> dict annotation)
         multiple_outputs: bool | None = None,
+        owner: str | None = None,  # issue 25: Airflow's owner (default_args' usually)
         where: tuple[str | None, int | None] | None = None,
     ) -> None:
         where = where or _caller()
         self.fileloc, self.lineno = where
         self.task_id = _check_id("task_id", task_id, where)
         self.base_id = task_id  # without its group's prefix (a copy's id: base_id__n)
+        if owner is not None and (not isinstance(owner, str) or not owner.strip()):
+            raise _fail(f"task {task_id!r}: owner must be a non-empty string", where)
+        self.owner = owner
         # issue 15: the assets each successful try records an event for
         self.outlets = outlet_list(outlets, task_id, where)
         group = _current_group(dag)  # issue 14: inside a TaskGroup the id is "group.id"

@@ -230,6 +230,8 @@ def spec_fields(task: Any) -> dict[str, Any]:
         out["call"] = {"args": spec_form(task.call_args), "kwargs": spec_form(task.call_kwargs)}
     if task.multiple_outputs:
         out["multiple_outputs"] = True
+    if task.owner:
+        out["owner"] = task.owner
     return out
 
 
@@ -276,11 +278,11 @@ def invoke(task: Any, ctx: Any, map_kwargs: dict[str, Any] | None, takes_argumen
             cache[upstream] = ctx.upstream(upstream)
         return cache[upstream]
 
-    args = resolve(task.call_args, result_of, task.task_id)
-    kwargs = resolve(task.call_kwargs, result_of, task.task_id)
+    args = resolve(task.call_args, result_of, task.task_id, ctx.params)
+    kwargs = resolve(task.call_kwargs, result_of, task.task_id, ctx.params)
     mapped = map_kwargs is not None
     if mapped:
-        kwargs.update(resolve(map_kwargs, result_of, task.task_id))
+        kwargs.update(resolve(map_kwargs, result_of, task.task_id, ctx.params))
     if task.context_names or task.context_var_kw:  # issue 25 item 2: by name
         values = context_values(ctx, task)
         for name in task.context_names:

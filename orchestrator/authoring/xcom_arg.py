@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any, NoReturn
 
 from orchestrator.authoring.where import Where
@@ -35,6 +36,15 @@ from orchestrator.authoring.where import definition_error as _fail
 from orchestrator.authoring.wiring import Wiring
 
 MARKER = "__xcomarg__"  # a reference's JSON form: {"__xcomarg__": task_id, "key": [...]}
+PARAM_MARKER = "__param__"  # a param's: {"__param__": name}
+
+
+@dataclass(frozen=True)
+class ParamRef:
+    """A DAG param as a value: ``load.expand(path=dag.param("paths"))``, or an argument
+    of a call (``@dag`` passes one per parameter), resolved to the run's param."""
+
+    name: str
 
 
 class XComArg(Wiring):
@@ -147,6 +157,8 @@ def spec_form(value: Any, *, strict: bool = False) -> Any:
     ref = as_reference(value)
     if ref is not None:
         return {MARKER: ref.task.task_id, "key": list(ref.keys)}
+    if isinstance(value, ParamRef):
+        return {PARAM_MARKER: value.name}
     if isinstance(value, list | tuple):
         return [spec_form(v, strict=strict) for v in value]
     if isinstance(value, dict):
@@ -160,24 +172,33 @@ def spec_form(value: Any, *, strict: bool = False) -> Any:
     return value
 
 
-def resolve(value: Any, result_of: Callable[[str], Any], task_id: str) -> Any:
+def resolve(
+    value: Any, result_of: Callable[[str], Any], task_id: str, params: dict | None = None
+) -> Any:
     """``value`` with every reference replaced by its result, read with
-    ``result_of(upstream_task_id)``; a missing key fails naming both tasks and the key.
-    Accepts the live objects of the DAG file and the spec's JSON form alike."""
+    ``result_of(upstream_task_id)``, and every param by its value in ``params``; a
+    missing key fails naming both tasks and the key. Accepts the live objects of the
+    DAG file and the spec's JSON form alike."""
+
+    def again(v: Any) -> Any:
+        return resolve(v, result_of, task_id, params)
+
     ref = as_reference(value)
     if ref is not None:
         return pick(result_of(ref.task.task_id), ref.task.task_id, ref.keys, task_id)
+    if isinstance(value, ParamRef):
+        return (params or {}).get(value.name)
     if isinstance(value, dict) and MARKER in value and set(value) <= {MARKER, "key"}:
         up = value[MARKER]
         return pick(result_of(up), up, tuple(value.get("key") or ()), task_id)
+    if isinstance(value, dict) and set(value) == {PARAM_MARKER}:
+        return (params or {}).get(value[PARAM_MARKER])
     if isinstance(value, list):
-        return [resolve(v, result_of, task_id) for v in value]
+        return [again(v) for v in value]
     if isinstance(value, tuple):
-        return tuple(resolve(v, result_of, task_id) for v in value)
+        return tuple(again(v) for v in value)
     if isinstance(value, dict):
-        return {
-            resolve(k, result_of, task_id): resolve(v, result_of, task_id) for k, v in value.items()
-        }
+        return {again(k): again(v) for k, v in value.items()}
     return value
 
 

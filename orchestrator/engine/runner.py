@@ -336,7 +336,7 @@ def run_try(
             # the values travel in the environment, never in the text the shell parses
             # a mapped instance's arguments are template variables too, values like any other
             macros, filters = _user_templates(job, cache)
-            mapped = resolve(kwargs or {}, ctx.upstream, ctx.task_id)  # partial(x=ref)
+            mapped = resolve(kwargs or {}, ctx.upstream, ctx.task_id, ctx.params)  # partial(x=ref)
             variables = ctx.template_vars(job["timezone"]) | macros | mapped
             shell = render_shell(job["command"], variables, filters)
             task_env = render_env(job.get("env") or {}, variables, filters)  # issue 25

@@ -312,6 +312,7 @@ def test_a_changed_argument_makes_a_new_version():
 class _Ctx:
     def __init__(self, results):
         self.results = results
+        self.params = {}
 
     def upstream(self, task_id):
         return self.results[task_id]
