@@ -13,6 +13,8 @@ wide   1 -> 1000 parallel no-op tasks -> 1: wall time from trigger to run succes
        process on a system clock, woken by shared events (as ``standalone`` runs them).
 chain  a 100-task chain: latency from an upstream task's code returning to its
        downstream task's code running, stamped inside the tasks (median, p95, max).
+taskflow  the chain in the TaskFlow call style, a 1 KiB result passed as each call's
+       argument (bench/taskflow_chain.py): the same latency.
 raw    N independent task instances claimed one at a time and finished with
        ``store.claim`` + ``store.finish_success`` in a loop: the database's
        claim+complete transaction rate, with no scheduler, worker or processes.
@@ -70,7 +72,7 @@ DEFAULT_PG_URL = os.environ.get(
     "ORCHESTRATOR_BENCH_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
 )
 BACKENDS = ("sqlite", "postgres")
-SCENARIOS = ("wide", "chain", "catchup", "raw", "parse", "memory", "scale")
+SCENARIOS = ("wide", "chain", "taskflow", "catchup", "raw", "parse", "memory", "scale")
 
 # Targets set by the performance issue: (comparison, value). None: no target yet.
 TARGETS: dict[tuple[str, str], tuple[str, float]] = {
@@ -576,6 +578,7 @@ RUNNERS: dict[str, Callable[[Context], list[Figure]]] = {
     "parse": lambda ctx: __import__("parse_speed").scenario(ctx),
     "memory": lambda ctx: __import__("memory").scenario(ctx),
     "scale": lambda ctx: __import__("scale").scenario(ctx),
+    "taskflow": lambda ctx: __import__("taskflow_chain").scenario(ctx),  # issue 25
 }
 
 
@@ -694,7 +697,7 @@ def main(argv: list[str] | None = None) -> int:
         "--concurrency", type=int, default=8, help="task processes per worker (default 8)"
     )
     p.add_argument("--width", type=int, default=1000, help="parallel tasks in 'wide'")
-    p.add_argument("--length", type=int, default=100, help="tasks in the 'chain'")
+    p.add_argument("--length", type=int, default=100, help="tasks in 'chain' and 'taskflow'")
     p.add_argument("--raw-count", type=int, default=1000, help="claim+finish pairs in 'raw'")
     p.add_argument(
         "--timeout", type=float, default=300.0, help="seconds one scenario may take (default 300)"

@@ -1,5 +1,9 @@
 """Fan-out/fan-in: one task splits the work, one mapped task squares each chunk in
-parallel (as many instances as the ``chunks`` param says), one combines."""
+parallel (as many instances as the ``chunks`` param says), one combines.
+
+Written in the TaskFlow style: ``combine(square.expand(chunk=split()))`` builds
+split >> square >> combine; combine receives the squares as a list, in map order.
+"""
 
 from datetime import UTC, datetime, timedelta
 
@@ -15,19 +19,19 @@ with DAG(
 ) as dag:
 
     @task
-    def split(ctx):
-        return list(range(ctx.params["chunks"]))
+    def split(params):
+        return list(range(params["chunks"]))
 
     @task
-    def square(ctx, chunk):
-        ctx.log.info("chunk %d of this run (map index %d)", chunk, ctx.map_index)
+    def square(chunk, ti):
+        ti.log.info("chunk %d of this run (map index %d)", chunk, ti.map_index)
         return chunk**2
 
     @task
-    def combine(ctx):
-        total = sum(ctx.upstream("square"))  # the squares, in map order
-        ctx.log.info("sum of squares: %d", total)
+    def combine(squares, ti):
+        total = sum(squares)  # the squares, in map order
+        ti.log.info("sum of squares: %d", total)
         return total
 
     # one instance of square per item of split's list: 10 by default, --conf to change
-    square.expand(chunk=split) >> combine
+    combine(square.expand(chunk=split()))

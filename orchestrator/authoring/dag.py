@@ -50,7 +50,12 @@ from orchestrator.authoring.building import (  # noqa: F401 - re-exported (loade
     _groups,
     _loading,
 )
-from orchestrator.authoring.dag_vocabulary import dag_decorator, misfire_of, split_default_args
+from orchestrator.authoring.dag_vocabulary import (
+    dag_decorator,
+    misfire_of,
+    own_names,
+    split_default_args,
+)
 from orchestrator.authoring.decorators import (  # noqa: F401 - public: orchestrator.task...
     _make_task_decorator,
     setup,
@@ -63,8 +68,10 @@ from orchestrator.authoring.option_checks import (  # noqa: F401 - re-exported (
     ID_PATTERN,
     ID_RULE,
     _as_timedelta,
+    _aware,
     _check_id,
     _lost_bound,
+    _search_path,
 )
 from orchestrator.authoring.params import Param  # noqa: F401 - public: orchestrator.Param
 from orchestrator.authoring.params import declare as declare_params
@@ -82,18 +89,6 @@ from orchestrator.scheduling.schedule import Schedule, ScheduleError, parse_sche
 
 MISFIRE_POLICIES = ("backfill", "coalesce", "skip")
 OVERLAP_POLICIES = ("queue", "skip", "allow", "replace", "buffer_one")
-
-
-def _search_path(dag_id: str, value: Any, where: tuple[str | None, int | None]) -> list[str]:
-    """``template_searchpath``: a folder or a list of folders (strings)."""
-    folders = [value] if isinstance(value, str) else list(value or ())
-    if not all(isinstance(f, str) and f for f in folders):
-        raise _fail(
-            f"DAG {dag_id!r}: template_searchpath must be a folder or a list of folders, "
-            f"got {value!r}",
-            where,
-        )
-    return folders
 
 
 class DAG:
@@ -166,8 +161,8 @@ class DAG:
             zone = ZoneInfo(self.timezone)
         except (ZoneInfoNotFoundError, ValueError, TypeError):
             raise _fail(f"DAG {dag_id!r}: unknown timezone {self.timezone!r}", where) from None
-        self.start_date = self._aware(dag_id, "start_date", start_date, zone, where)
-        self.end_date = self._aware(dag_id, "end_date", end_date, zone, where)
+        self.start_date = _aware(dag_id, "start_date", start_date, zone, where)
+        self.end_date = _aware(dag_id, "end_date", end_date, zone, where)
         if misfire not in MISFIRE_POLICIES:
             raise _fail(
                 f"DAG {dag_id!r}: misfire must be one of {MISFIRE_POLICIES}, got {misfire!r}", where
@@ -247,23 +242,6 @@ class DAG:
         self._pending: list[tuple[str, str, tuple[str | None, int | None]]] = []
         _created.append(self)
 
-    @staticmethod
-    def _aware(
-        dag_id: str,
-        name: str,
-        value: datetime | None,
-        zone: ZoneInfo,
-        where: Any,
-    ) -> datetime | None:
-        """``value`` made aware: a naive datetime is wall time in the DAG's zone."""
-        if value is None:
-            return None
-        if not isinstance(value, datetime):
-            raise _fail(f"DAG {dag_id!r}: {name} must be a datetime, got {value!r}", where)
-        if value.tzinfo is None or value.utcoffset() is None:
-            value = value.replace(tzinfo=zone)
-        return value
-
     # -- context manager --------------------------------------------------------
     def __enter__(self) -> DAG:
         _active.append(self)
@@ -294,8 +272,9 @@ class DAG:
 
     def shell(self, task_id: str, command: str, **options: Any) -> Task:
         """A task that runs ``command`` (a Jinja2 template) with ``/bin/sh -c``."""
-        options = {**self.task_defaults, **options}
-        return Task(self, task_id, command=command, where=_caller(), **options)
+        where = _caller()
+        options = {**self.task_defaults, **own_names(options, task_id, where)}
+        return Task(self, task_id, command=command, where=where, **options)
 
     @property
     def owners(self) -> list[str]:
@@ -340,7 +319,7 @@ class DAG:
             )
         except (HttpSpecError, TemplateRenderError) as exc:
             raise _fail(f"task {task_id!r}: {exc}", where) from None
-        options = {**self.task_defaults, **options}
+        options = {**self.task_defaults, **own_names(options, task_id, where)}
         return Task(
             self, task_id, http=request, response_check=response_check, where=where, **options
         )

@@ -92,6 +92,20 @@ def split_default_args(
     return tasks, dag
 
 
+def own_names(options: dict[str, Any], task_id: Any, where: Where) -> dict[str, Any]:
+    """A task's options with Airflow's names (``execution_timeout``,
+    ``on_failure_callback``...) turned into ours; both spellings at once is an error."""
+    out = dict(options)
+    for airflow, ours in AIRFLOW_TASK_ARGS.items():
+        if airflow != ours and airflow in out:
+            if ours in out:
+                raise _fail(
+                    f"task {task_id!r}: {airflow}= and {ours}= say the same: keep one", where
+                )
+            out[ours] = out.pop(airflow)
+    return out
+
+
 def misfire_of(catchup: Any, misfire: str | None, dag_id: str, where: Where) -> str:
     """``catchup=True`` is ``misfire="backfill"`` (a run for every missed fire time),
     ``catchup=False`` is ``misfire="coalesce"`` (one run, for the latest)."""

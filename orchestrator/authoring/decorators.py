@@ -15,6 +15,7 @@ from typing import Any
 
 from orchestrator.authoring import setup_teardown
 from orchestrator.authoring.building import _active
+from orchestrator.authoring.dag_vocabulary import own_names
 from orchestrator.authoring.python_env import python_env_options
 from orchestrator.authoring.sensor import split_sensor_options
 from orchestrator.authoring.task_node import Task
@@ -30,9 +31,10 @@ def _make_task_decorator(dag: Any, fn: Callable[..., Any] | None, options: dict[
             raise _fail(f"@task needs a function, got {func!r}", where)
         owner = dag or (_active[-1] if _active else None)
         # options is not mutated: one task(...) decorator may be applied to several functions
-        rest = {k: v for k, v in options.items() if k != "task_id"}
-        rest = {**getattr(owner, "task_defaults", {}), **rest}  # DAG default_args
         task_id = options.get("task_id") or func.__name__
+        rest = {k: v for k, v in options.items() if k != "task_id"}
+        rest = own_names(rest, task_id, where)  # Airflow's names (execution_timeout...)
+        rest = {**getattr(owner, "task_defaults", {}), **rest}  # DAG default_args
         if owner is None:
             raise _fail(f"task {task_id!r} is defined outside a DAG: use 'with DAG(...):'", where)
         made = Task(owner, task_id, fn=func, where=where, **rest)

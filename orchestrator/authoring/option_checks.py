@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import re
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from orchestrator.authoring.where import definition_error as _fail
 
@@ -41,4 +42,33 @@ def _lost_bound(what: str, value: Any, where: tuple[str | None, int | None]) -> 
         return None
     if not isinstance(value, int) or isinstance(value, bool) or value < 0:
         raise _fail(f"{what}: max_lost_tries must be an integer >= 0, got {value!r}", where)
+    return value
+
+
+def _search_path(dag_id: str, value: Any, where: tuple[str | None, int | None]) -> list[str]:
+    """``template_searchpath``: a folder or a list of folders (strings)."""
+    folders = [value] if isinstance(value, str) else list(value or ())
+    if not all(isinstance(f, str) and f for f in folders):
+        raise _fail(
+            f"DAG {dag_id!r}: template_searchpath must be a folder or a list of folders, "
+            f"got {value!r}",
+            where,
+        )
+    return folders
+
+
+def _aware(
+    dag_id: str,
+    name: str,
+    value: datetime | None,
+    zone: ZoneInfo,
+    where: Any,
+) -> datetime | None:
+    """``value`` made aware: a naive datetime is wall time in the DAG's zone."""
+    if value is None:
+        return None
+    if not isinstance(value, datetime):
+        raise _fail(f"DAG {dag_id!r}: {name} must be a datetime, got {value!r}", where)
+    if value.tzinfo is None or value.utcoffset() is None:
+        value = value.replace(tzinfo=zone)
     return value

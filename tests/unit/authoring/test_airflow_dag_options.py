@@ -150,3 +150,25 @@ def test_the_dag_decorator_names_the_dag_and_makes_parameters_params():
 
     assert bare().dag_id == "bare"
     assert orders(limit=5).params["limit"] == 5  # a call's argument is the default
+
+
+def test_a_task_takes_airflows_argument_names_too():
+    def hook(*args):
+        return None
+
+    with DAG("names") as d:
+
+        @task(execution_timeout=timedelta(minutes=3), on_failure_callback=hook)
+        def a(ctx):
+            return None
+
+        sh = d.shell("sh", "echo", retry_exponential_backoff=False)
+
+    assert a.timeout == timedelta(minutes=3) and "on_failure" in a.callbacks
+    assert sh.retry_exponential is False
+    same = "execution_timeout= and timeout= say the same"
+    with pytest.raises(DagDefinitionError, match=same), DAG("both"):
+
+        @task(execution_timeout=1, timeout=2)
+        def b(ctx):
+            return None
