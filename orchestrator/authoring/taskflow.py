@@ -34,6 +34,7 @@ it works on the task it is given.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import typing
 from collections.abc import Mapping
@@ -162,11 +163,19 @@ def check_parameters(dag: Any) -> None:
             _plan(task)
 
 
-def _plan(task: Any) -> None:
+@functools.lru_cache(maxsize=4096)
+def _signature(fn: Any) -> inspect.Signature | None:
+    """The function's signature, once per function (1,000 tasks often share one)."""
     try:
-        signature = inspect.signature(task.fn)
+        return inspect.signature(fn)
     except (TypeError, ValueError):
-        return  # a builtin: called as before
+        return None  # a builtin: called as before
+
+
+def _plan(task: Any) -> None:
+    signature = _signature(task.fn)
+    if signature is None:
+        return
     params = list(signature.parameters.values())
     given = set(task.bound_names)
     mapping = task.mapping
@@ -239,6 +248,8 @@ def spec_fields(task: Any) -> dict[str, Any]:
 def infer_multiple_outputs(fn: Any) -> bool:
     """Airflow's rule: a function annotated ``-> dict`` (``dict[str, int]``,
     ``typing.Dict[...]``) has multiple outputs."""
+    if "return" not in (getattr(fn, "__annotations__", None) or {}):
+        return False  # the common case, without evaluating any annotation
     try:
         returns = typing.get_type_hints(fn).get("return")
     except Exception:  # noqa: BLE001 - an annotation that does not evaluate
