@@ -24,7 +24,9 @@ from zoneinfo import ZoneInfo
 from orchestrator.authoring.context import TaskContext
 from orchestrator.authoring.loader import DagImportError, load_file
 from orchestrator.authoring.params import resolve as resolve_params
+from orchestrator.authoring.taskflow import invoke, output_error
 from orchestrator.authoring.templating import render_env, render_shell
+from orchestrator.authoring.xcom_arg import resolve
 from orchestrator.engine.fd_capture import fds_into
 from orchestrator.engine.masking import MaskedStream, Masker
 from orchestrator.engine.processor import dag_files
@@ -273,7 +275,8 @@ def _run(
     task_id = task.task_id
     macros, filters = dag.user_defined_macros, dag.user_defined_filters  # issue 25
     if task.kind == "shell":
-        variables = ctx.template_vars(dag.timezone) | macros | (kwargs or {})
+        mapped = resolve(kwargs or {}, ctx.upstream, ctx.task_id, ctx.params)  # partial(x=ref)
+        variables = ctx.template_vars(dag.timezone) | macros | mapped
         shell = render_shell(task.command, variables, filters)
         logger.info("command: %s", shell.display)
         # as the worker's task process does (engine/runner.py): the task's env= (each
@@ -320,11 +323,12 @@ def _run(
         return 1
     if task.python_env:  # @task.virtualenv / external_python: in its own interpreter
         return _test_in_python_env(settings, dag, task, ctx, logger, out)
-    try:
-        if kwargs is not None:
-            value = task.fn(ctx, **kwargs)
-        else:
-            value = task.fn(ctx) if _takes_argument(task.fn) else task.fn()
+    try:  # issue 25: a TaskFlow call's references resolved, the context by name
+        value = invoke(task, ctx, kwargs, _takes_argument)
+        wrong = output_error(task, value)  # multiple_outputs needs a dict
+        if wrong is not None:
+            logger.error("failed: %s", wrong)
+            return 1
     except Skip as exc:  # issue 14: the task skipped itself
         logger.info("skipped: %s", exc)
         return 0

@@ -156,3 +156,32 @@ def test_the_mapped_source_error_says_how_to_give_the_list(cli, capsys, write_da
     assert cli("tasks", "test", "etl", "greet") == 2
     err = capsys.readouterr().err
     assert "mapped over names" in err and "--upstream-result names='[...]'" in err
+
+
+TASKFLOW = """
+from orchestrator import DAG, task
+
+with DAG("flow", schedule=None) as dag:
+    @task(multiple_outputs=True)
+    def summarize():
+        return {"total": 6, "count": 3}
+
+    @task
+    def load(total, ds, *, label):
+        return f"{label}: {total} on {ds}"
+
+    @task
+    def wrong() -> dict:
+        return [1]
+
+    load(summarize()["total"], label="sum")
+"""
+
+
+def test_tasks_test_runs_a_taskflow_call_with_its_references_resolved(cli, capsys, write_dag):
+    write_dag("flow.py", TASKFLOW)
+    argv = ("tasks", "test", "flow", "load", "--logical-date", "2026-03-01")
+    assert cli(*argv, "--upstream-result", 'summarize={"total": 9}') == 0
+    assert _last_line(capsys.readouterr().out) == '"sum: 9 on 2026-03-01"'
+    assert cli("tasks", "test", "flow", "wrong") == 1  # a -> dict task returning a list
+    assert "task 'wrong' has multiple_outputs" in capsys.readouterr().out
