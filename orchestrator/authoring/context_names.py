@@ -155,3 +155,59 @@ def context_values(ctx: Any, task: Any = None) -> dict[str, Any]:
     )
     values.pop("idempotency_key", None)
     return {k: v for k, v in values.items() if k in CONTEXT_NAMES}
+
+
+class CallbackContext(dict):
+    """What ``on_execute`` / ``on_success`` hooks get: Airflow's context dict
+    (``context["ti"]``, ``context["dag_run"]``...) whose attributes are the
+    TaskContext's, so a hook written ``def hook(ctx): ctx.log.info(...)`` still works."""
+
+    def __init__(self, ctx: Any, task: Any = None) -> None:
+        super().__init__(context_values(ctx, task))
+        self._ctx = ctx
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(self.__dict__["_ctx"], name)
+
+
+class CallbackFailure(Exception):
+    """``context["exception"]`` of a failure callback: the recorded error (its text; the
+    original exception lived in the try's process)."""
+
+
+class _Named:
+    def __init__(self, **values: Any) -> None:
+        self.__dict__.update(values)
+
+    def __repr__(self) -> str:
+        return f"<{', '.join(f'{k}={v!r}' for k, v in self.__dict__.items())}>"
+
+
+def alert_context(payload: dict[str, Any], dag: Any = None, task: Any = None) -> dict[str, Any]:
+    """What ``on_failure`` / ``on_retry`` / ``on_missed`` callbacks get: the alert body
+    (``kind``, ``message``, ``dag_id``, ``run_id``, ``task_id``, ``try_number``...) with
+    Airflow's names beside it: ``ti`` / ``task_instance``, ``dag_run``, ``exception``,
+    ``reason``, ``run_id``, ``dag``, ``task``."""
+    ti = _Named(
+        dag_id=payload.get("dag_id"),
+        task_id=payload.get("task_id"),
+        run_id=payload.get("run_id"),
+        try_number=payload.get("try_number"),
+    )
+    run = _Named(
+        dag_id=payload.get("dag_id"),
+        run_id=payload.get("run_id"),
+        logical_date=payload.get("logical_date"),
+    )
+    extra = {
+        "ti": ti,
+        "task_instance": ti,
+        "dag_run": run,
+        "exception": CallbackFailure(payload.get("message") or ""),
+        "reason": payload.get("message"),
+        "dag": dag,
+        "task": task,
+    }
+    return {**payload, **{k: v for k, v in extra.items() if k not in payload}}

@@ -19,6 +19,7 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
+from orchestrator.authoring.context_names import CallbackContext
 from orchestrator.states import FAILED_NOW, SKIPPED_TRY
 
 SKIP = "skip"
@@ -43,7 +44,7 @@ def run_hook(
         if fn is None:
             logger.warning("%s: %s no longer defines it; not called", hook, job["fileloc"])
             return
-        fn(ctx)
+        fn(CallbackContext(ctx, task))  # issue 25: Airflow's context dict, ctx's attributes
     except BaseException as exc:  # noqa: BLE001 - the hook's error, logged only
         text = "".join(traceback.format_exception(exc)).rstrip()
         logger.error("%s raised (the try's outcome is unchanged):\n%s", hook, text)

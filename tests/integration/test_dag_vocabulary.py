@@ -78,3 +78,57 @@ def test_catchup_true_runs_every_missed_fire_time_and_false_only_the_latest(
     # 20:00 .. 00:00 were missed: each gets its run; without catchup only the latest
     assert sorted(r.logical_date.hour for r in caught_up) == [0, 20, 21, 22, 23]
     assert [r.logical_date.hour for r in latest] == [0]
+
+
+CALLBACKS = """
+import json
+from orchestrator import DAG, task
+
+OUT = {out!r}
+
+def record(name, value):
+    try:
+        seen = json.load(open(OUT))
+    except FileNotFoundError:
+        seen = {{}}
+    seen[name] = value
+    json.dump(seen, open(OUT, "w"))
+
+def succeeded(context):
+    record("success", [context["ti"].task_id, context["dag_run"].run_id == context.run_id,
+                       context["ds"], context.task_id])
+
+def failed(context):
+    record("failure", [context["ti"].task_id, type(context["exception"]).__name__,
+                       "boom" in str(context["exception"]), context["kind"]])
+
+with DAG("callbacks", schedule=None,
+         default_args={{"on_success_callback": succeeded, "on_failure_callback": failed}}) as dag:
+    @task
+    def fine():
+        return 1
+
+    @task
+    def boom():
+        raise RuntimeError("boom")
+"""
+
+
+def test_callbacks_get_an_airflow_shaped_context(harness: Harness, write_dag, settings, tmp_path):
+    from orchestrator.observability.alerts.delivery import AlertDelivery
+    from orchestrator.observability.alerts.watchdog import AlertWatchdog
+
+    out = tmp_path / "seen.json"
+    write_dag("callbacks.py", CALLBACKS.format(out=str(out)))
+    assert harness.parse().dags == 1, harness.store.import_errors()
+    watchdog = AlertWatchdog(harness.store, settings)
+    delivery = AlertDelivery(harness.store, settings)
+    watchdog.check(harness.clock.now())
+    run = harness.store.trigger_run("callbacks", harness.clock.now())
+    run = harness.run_until_finished(run.run_id)
+    watchdog.check(harness.clock.now())
+    delivery.tick(harness.clock.now())
+    seen = json.loads(out.read_text())
+    day = harness.clock.now().strftime("%Y-%m-%d")
+    assert seen["success"] == ["fine", True, day, "fine"]
+    assert seen["failure"] == ["boom", "CallbackFailure", True, "task_dead_lettered"]

@@ -17,6 +17,7 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from orchestrator.authoring.alert_body import render_body
+from orchestrator.authoring.context_names import alert_context
 from orchestrator.observability.alerts.slack import slack_message
 from orchestrator.settings import Settings
 
@@ -88,9 +89,12 @@ def callback_child(
 
         dags = {d.dag_id: d for d in load_file(fileloc)}
         owner: Any = dags[dag_id]
+        dag = owner
         if task_id:
             owner = owner.tasks[task_id]
-        owner.callbacks[hook](payload)
+        # issue 25: the alert body with Airflow's context names beside it (ti, exception...)
+        task = owner if task_id else None
+        owner.callbacks[hook](alert_context(payload, dag, task))
         conn.send(None)
     except BaseException as exc:  # noqa: BLE001 - the user's error, reported back
         conn.send(f"{hook} raised {type(exc).__name__}: {exc}\n{traceback.format_exc()}")

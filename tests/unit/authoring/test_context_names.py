@@ -161,3 +161,20 @@ def test_a_mapped_def_b_x_is_mapped_without_a_context():
         b.expand(x=[1, 2])
     dag.validate()
     assert invoke(b, _ctx(), {"x": 4}, lambda fn: True) == 8
+
+
+def test_callback_contexts_are_airflow_dicts_that_keep_ctx_attributes():
+    from orchestrator.authoring.context_names import CallbackContext, alert_context
+
+    ctx = _ctx()
+    context = CallbackContext(ctx)
+    assert context["ti"].task_id == "t" and context["ds"] == "2026-01-31"
+    assert context.run_id == "r1" and context.params == {"n": 3}  # the ctx of before
+    with pytest.raises(AttributeError):
+        context.no_such_thing  # noqa: B018
+    body = {"kind": "task_dead_lettered", "message": "ValueError: bad", "dag_id": "d",
+            "run_id": "r1", "task_id": "t", "try_number": 3}  # fmt: skip
+    got = alert_context(body)
+    assert got["kind"] == "task_dead_lettered" and got["message"] == "ValueError: bad"
+    assert (got["ti"].task_id, got["ti"].try_number, got["dag_run"].run_id) == ("t", 3, "r1")
+    assert str(got["exception"]) == "ValueError: bad" and got["reason"] == "ValueError: bad"
