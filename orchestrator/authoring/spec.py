@@ -249,6 +249,8 @@ class TaskSpec:
     command_file: str | None = None
     env_files: dict[str, str] = field(default_factory=dict)
     user_templates: bool = False
+    # issue 25: upstream tasks this task reads only some keys of (authoring/taskflow.py)
+    result_keys: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def mapped(self) -> bool:
@@ -445,6 +447,7 @@ class DagSpec:
                 command_file=t.get("command_file"),
                 env_files=t.get("env_files") or {},
                 user_templates=t.get("user_templates", False),
+                result_keys=t.get("result_keys") or {},
             )
         return cls(
             dag_id=data["dag_id"],

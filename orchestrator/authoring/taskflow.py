@@ -44,7 +44,7 @@ from orchestrator.authoring.building import _active, _current_group, _loading
 from orchestrator.authoring.context_names import CONTEXT_NAMES, context_values
 from orchestrator.authoring.where import Where
 from orchestrator.authoring.where import definition_error as _fail
-from orchestrator.authoring.xcom_arg import XComArg, check_same_dag, resolve, spec_form
+from orchestrator.authoring.xcom_arg import MARKER, XComArg, check_same_dag, resolve, spec_form
 
 CONTEXT_PARAMETER = "ctx"  # a first parameter of this name receives the task context
 
@@ -241,7 +241,45 @@ def spec_fields(task: Any) -> dict[str, Any]:
         out["multiple_outputs"] = True
     if task.owner:
         out["owner"] = task.owner
+    keys = result_keys(task)
+    if keys:
+        out["result_keys"] = keys
     return out
+
+
+def result_keys(task: Any) -> dict[str, list[str]]:
+    """The upstream tasks this task reads only some keys of (``summary["total"]``), and
+    those keys: the worker sends the try just them, not the whole dict. Only for a task
+    that cannot read an upstream result any other way (no ctx, ti, **context or
+    in-process hooks), so the smaller result is invisible to it."""
+    if task.kind != "python" or task.ctx_first or task.context_var_kw or task.python_env:
+        return {}
+    if {"ti", "task_instance"} & set(task.context_names) or task.callbacks.keys() & {
+        "on_execute",
+        "on_success",
+    }:
+        return {}
+    used: dict[str, set[str] | None] = {}  # None: the whole result is used
+    forms = [spec_form((task.call_args, task.call_kwargs))]
+    if task.mapping is not None:
+        forms.append(task.mapping.get("partial") or {})
+    for ref in _markers(forms):
+        up, keys = ref[MARKER], ref.get("key") or []
+        if not keys or used.get(up, set()) is None:
+            used[up] = None
+        else:
+            used.setdefault(up, set()).add(keys[0])  # type: ignore[union-attr]
+    return {up: sorted(keys) for up, keys in sorted(used.items()) if keys}
+
+
+def _markers(value: Any) -> list[dict[str, Any]]:
+    if isinstance(value, dict):
+        if MARKER in value:
+            return [value]
+        return [m for v in value.values() for m in _markers(v)]
+    if isinstance(value, list | tuple):
+        return [m for v in value for m in _markers(v)]
+    return []
 
 
 # -- multiple_outputs ------------------------------------------------------------------

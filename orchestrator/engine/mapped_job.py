@@ -16,10 +16,23 @@ from typing import Any
 from orchestrator.scheduling.mapping import MapError, task_sources
 
 
+def only_keys(raw: str, keys: list[str]) -> str:
+    """An upstream's JSON result cut to ``keys`` when it is an object holding them all
+    (the try reads only those: ``summary["total"]``); otherwise as it is, so a missing
+    key's error lists the result's real keys."""
+    value = json.loads(raw)
+    if not isinstance(value, dict) or not all(k in value for k in keys):
+        return raw
+    return json.dumps({k: value[k] for k in keys})
+
+
 def mapped_job(spec: Any, task: Any, claim: Any) -> dict[str, Any]:
     """``map_index``, ``map_kwargs`` and ``results`` for the job of ``claim``; MapError
     for an instance whose item could not be mapped."""
     results = dict(claim.upstream_results or {})
+    for up, keys in (getattr(task, "result_keys", None) or {}).items():  # issue 25
+        if up in results:
+            results[up] = only_keys(results[up], keys)
     for up in task.upstream:
         if up in spec.mapped_tasks and up not in results:
             results[up] = "[]"

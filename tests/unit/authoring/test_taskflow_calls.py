@@ -367,3 +367,44 @@ def test_multiple_outputs_from_the_option_or_a_dict_annotation_and_its_check():
     assert "returned list, not a dict" in output_error(a, [1, 2])
     assert "key 3 is int" in output_error(a, {3: "x"})
     assert output_error(c, [1]) is None
+
+
+def test_a_task_reading_only_keys_gets_only_those_keys_sent():
+    from types import SimpleNamespace
+
+    from orchestrator.engine.mapped_job import mapped_job
+
+    with DAG("keys") as dag:
+
+        @task(multiple_outputs=True)
+        def summarize():
+            return {}
+
+        @task
+        def report(total, count):
+            return total
+
+        @task
+        def whole(summary, total):
+            return summary
+
+        @task
+        def with_ti(total, ti):
+            return total
+
+        s = summarize()
+        report(s["total"], count=s["count"])
+        whole(s, s["total"])
+        with_ti(s["total"])
+    spec = DagSpec.from_dict(serialize_dag(dag))
+    assert spec.tasks["report"].result_keys == {"summarize": ["count", "total"]}
+    assert spec.tasks["whole"].result_keys == {}  # the whole dict is an argument
+    assert spec.tasks["with_ti"].result_keys == {}  # ti.xcom_pull could read it all
+    full = '{"total": 6, "count": 3, "rows": [1, 2, 3]}'
+    claim = SimpleNamespace(upstream_results={"summarize": full}, map_index=-1)
+    job = mapped_job(spec, spec.tasks["report"], claim)
+    assert job["results"]["summarize"] == '{"count": 3, "total": 6}'
+    assert mapped_job(spec, spec.tasks["whole"], claim)["results"]["summarize"] == full
+    claim = SimpleNamespace(upstream_results={"summarize": '{"total": 1}'}, map_index=-1)
+    # a key missing: sent whole, so the try's error names the result's real keys
+    assert mapped_job(spec, spec.tasks["report"], claim)["results"]["summarize"] == '{"total": 1}'
