@@ -101,13 +101,6 @@ def copy_of(task: Any, where: Where) -> Any:
 def bind(task: Any, args: tuple[Any, ...], kwargs: dict[str, Any], where: Where) -> None:
     """Check the call against the function's signature, store it, add the edges."""
     refs = check_same_dag(task, (args, kwargs), where)
-    if task.python_env and (args or kwargs):
-        raise _fail(
-            f"task {task.task_id!r}: a @task.virtualenv / external_python task cannot be "
-            "called with arguments yet: call it without arguments, wire it with >> and "
-            "read results with ctx.upstream(...)",
-            where,
-        )
     ctx_first = False
     try:
         signature = inspect.signature(task.fn)

@@ -88,7 +88,11 @@ def main(argv):
         exec(code, namespace)  # noqa: S102 - the task's own function, from its DAG file
         fn = namespace[function["name"]]
         ctx = TaskContext(job["context"], log)
-        value = fn(ctx) if function["takes_context"] else fn()
+        if "args" in job:  # a TaskFlow call (issue 25): its resolved arguments
+            first = [ctx] if job.get("ctx_first") else []
+            value = fn(*first, *job["args"], **job["kwargs"])
+        else:
+            value = fn(ctx) if function["takes_context"] else fn()
     except BaseException as exc:  # noqa: BLE001 - the task's error, whatever it is
         text = traceback.format_exc()  # logged once, by the runner
         status = exc.code if isinstance(exc, SystemExit) and isinstance(exc.code, int) else None

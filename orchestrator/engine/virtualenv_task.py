@@ -43,6 +43,16 @@ class _Tail:
         self.data = (self.data + data)[-_TAIL:]
 
 
+def call_arguments(task: Any, ctx: Any) -> dict[str, Any]:
+    """A called task's arguments with their references resolved (JSON for the other
+    interpreter), and whether the context goes first."""
+    from orchestrator.authoring.xcom_arg import resolve
+
+    args = resolve(list(task.call_args), ctx.upstream, task.task_id, ctx.params)
+    kwargs = resolve(task.call_kwargs, ctx.upstream, task.task_id, ctx.params)
+    return {"args": args, "kwargs": kwargs, "ctx_first": bool(task.ctx_first)}
+
+
 def _context(job: dict[str, Any], ctx: Any) -> dict[str, Any]:
     local = ctx.template_vars(job["timezone"])
     data = {
@@ -136,8 +146,15 @@ def run_in_python_env(
         return _failure(logger, f"cannot prepare the task's interpreter: {exc}")
     with tempfile.TemporaryDirectory(prefix="orchestrator-try-") as folder:
         source, out = os.path.join(folder, "in.json"), os.path.join(folder, "out.json")
+        payload = {"function": task.python_source, "context": _context(job, ctx)}
+        if getattr(task, "called", False):  # issue 25: a TaskFlow call's arguments
+            try:
+                payload.update(call_arguments(task, ctx))
+                json.dumps(payload)
+            except (TypeError, ValueError, KeyError) as exc:
+                return _failure(logger, f"cannot pass the call's arguments: {exc}")
         with open(source, "w") as fh:
-            json.dump({"function": task.python_source, "context": _context(job, ctx)}, fh)
+            json.dump(payload, fh)
         logger.info("running %s in %s", task.python_source["name"], python)
         for handler in logger.handlers:
             handler.flush()

@@ -496,3 +496,37 @@ def test_a_build_killed_by_the_timeout_is_built_again_by_the_next_try(
     assert not any("waiting" in line for line in lines)  # the killed build's lock is free
     assert any("removing the unfinished build" in line for line in lines) == half_built
     assert subprocess.run([python, "-I", "-c", "import tabulate"], check=False).returncode == 0
+
+
+def test_an_external_python_task_called_with_references_gets_the_values(venv_harness, write_dag):
+    h = venv_harness
+    write_dag(
+        "external_flow.py",
+        f"""
+        from orchestrator import DAG, task
+
+        with DAG("external_flow", schedule=None) as dag:
+            @task
+            def extract():
+                return {{"rows": [1, 2, 3]}}
+
+            @task.external_python(python={sys.executable!r})
+            def total(rows, *, scale):
+                import sys
+
+                return [sum(rows) * scale, sys.flags.isolated]
+
+            @task.external_python(python={sys.executable!r})
+            def with_ctx(ctx, rows):
+                return [ctx.task_id, len(rows)]
+
+            data = extract()
+            total(data["rows"], scale=10)
+            with_ctx(data["rows"])
+        """,
+    )
+    assert h.parse().errors == 0, h.store.import_errors()
+    run = h.store.trigger_run("external_flow", h.clock.now())
+    assert h.run_until_finished(run.run_id).state == "success"
+    assert _result(h.store, run.run_id, "total") == ("success", [60, 1])
+    assert _result(h.store, run.run_id, "with_ctx") == ("success", ["with_ctx", 3])
