@@ -42,9 +42,31 @@ PARAM_MARKER = "__param__"  # a param's: {"__param__": name}
 @dataclass(frozen=True)
 class ParamRef:
     """A DAG param as a value: ``load.expand(path=dag.param("paths"))``, or an argument
-    of a call (``@dag`` passes one per parameter), resolved to the run's param."""
+    of a call (``@dag`` passes one per parameter), resolved to the run's param. Like a
+    reference it has no value while the file is parsed."""
 
     name: str
+
+    def _refuse(self, what: str) -> NoReturn:
+        raise _fail(
+            f"param {self.name!r} has its value only when the run runs, so it cannot be "
+            f"{what} while the DAG file is parsed: pass it to a task as an argument and "
+            "use the value inside that task (or write {{ params." + self.name + " }} in a "
+            "template)",
+            _caller(),
+        )
+
+    def __str__(self) -> str:
+        self._refuse("turned into text (str(), an f-string, %-formatting)")
+
+    def __format__(self, spec: str) -> str:
+        self._refuse("formatted into text (an f-string or format())")
+
+    def __bool__(self) -> bool:
+        self._refuse("tested for truth (if/and/or/not)")
+
+    def __iter__(self) -> Iterator[Any]:
+        self._refuse("iterated (for, list(), unpacking)")
 
 
 class XComArg(Wiring):

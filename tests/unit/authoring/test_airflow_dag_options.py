@@ -172,3 +172,19 @@ def test_a_task_takes_airflows_argument_names_too():
         @task(execution_timeout=1, timeout=2)
         def b(ctx):
             return None
+
+
+def test_a_dag_parameter_used_as_a_value_at_parse_time_is_refused():
+    @dag(schedule=None)
+    def report(day="2026-01-01"):
+        @task
+        def show(text):
+            return text
+
+        show(f"day {day}")
+
+    with pytest.raises(DagDefinitionError) as exc:
+        report()
+    assert exc.value.fileloc == __file__
+    assert "param 'day' has its value only when the run runs" in str(exc.value)
+    assert "{{ params.day }}" in str(exc.value)

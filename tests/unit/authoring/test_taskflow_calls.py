@@ -408,3 +408,31 @@ def test_a_task_reading_only_keys_gets_only_those_keys_sent():
     claim = SimpleNamespace(upstream_results={"summarize": '{"total": 1}'}, map_index=-1)
     # a key missing: sent whole, so the try's error names the result's real keys
     assert mapped_job(spec, spec.tasks["report"], claim)["results"]["summarize"] == '{"total": 1}'
+
+
+def test_calls_in_a_dag_file_without_a_with_block_build_the_graph_when_loaded(tmp_path):
+    marker = tmp_path / "ran"
+    path = tmp_path / "plain.py"
+    path.write_text(
+        textwrap.dedent(
+            f"""
+            from orchestrator import DAG
+
+            dag = DAG("plain", schedule=None)
+
+            @dag.task
+            def extract():
+                open({str(marker)!r}, "w").write("x")
+                return [1, 2]
+
+            @dag.task
+            def load(rows):
+                return sum(rows)
+
+            load(extract())
+            """
+        )
+    )
+    [dag] = load_file(str(path))
+    assert sorted(dag.tasks["load"].upstream_ids) == ["extract"]
+    assert not marker.exists()
