@@ -245,3 +245,31 @@ def test_a_parameter_nothing_gives_is_an_import_error_naming_file_line(harness: 
         error.message
     )
     assert "a context name" in error.message
+
+
+KWARGS = """
+from orchestrator import DAG, task
+
+with DAG("kwargs_flow", schedule=None) as dag:
+    @task
+    def pairs():
+        return [{"a": 1, "b": 2}, {"a": 10, "b": 20}]
+
+    @task
+    def add(a, b):
+        return a + b
+
+    @task
+    def total(sums):
+        return sum(sums)
+
+    total(add.expand_kwargs(pairs()))
+"""
+
+
+def test_expand_kwargs_over_a_reference_without_a_context(harness: Harness, write_dag):
+    write_dag("kwargs_flow.py", KWARGS)
+    assert harness.parse().dags == 1, harness.store.import_errors()
+    run = harness.store.trigger_run("kwargs_flow", harness.clock.now())
+    assert harness.run_until_finished(run.run_id).state == "success"
+    assert _results(harness.store, run.run_id, "add", "total") == {"add": [3, 30], "total": 33}
