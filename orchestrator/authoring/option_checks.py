@@ -1,4 +1,5 @@
-"""The checks of ids and durations that DAGs and tasks share, failing at file:line."""
+"""The checks of ids, durations, dates and template search paths that DAGs and tasks
+share, failing at file:line."""
 
 from __future__ import annotations
 
