@@ -92,7 +92,8 @@ def test_the_wheel_upgrades_and_serves_from_an_empty_folder(tmp_path: Path) -> N
     log_path = tmp_path / "standalone.log"
     with open(log_path, "w") as log:
         proc = subprocess.Popen(
-            [str(bin_ / "orchestrator"), "standalone", "--port", str(port)],
+            # --allow-root-tasks: the suite runs as root (README, "Install from a wheel")
+            [str(bin_ / "orchestrator"), "standalone", "--port", str(port), "--allow-root-tasks"],
             cwd=empty,
             env=_clean_env(),
             stdout=log,
