@@ -39,8 +39,36 @@ MARKER = "__xcomarg__"  # a reference's JSON form: {"__xcomarg__": task_id, "key
 PARAM_MARKER = "__param__"  # a param's: {"__param__": name}
 
 
+class _NoValueYet:
+    """What a value that exists only when the run runs cannot be at parse time: each
+    of these is an import error naming file:line (``_refuse``, by the subclass)."""
+
+    _ITERATED = "iterated (for, list(), unpacking)"
+
+    def _refuse(self, what: str) -> NoReturn:
+        raise NotImplementedError
+
+    def __str__(self) -> str:
+        self._refuse("turned into text (str(), an f-string, %-formatting)")
+
+    def __format__(self, spec: str) -> str:
+        self._refuse("formatted into text (an f-string or format())")
+
+    def __bool__(self) -> bool:
+        self._refuse("tested for truth (if/and/or/not)")
+
+    def __iter__(self) -> Iterator[Any]:
+        self._refuse(self._ITERATED)
+
+    def __len__(self) -> int:
+        self._refuse("measured (len())")
+
+    def __contains__(self, item: Any) -> bool:
+        self._refuse("searched ('in')")
+
+
 @dataclass(frozen=True)
-class ParamRef:
+class ParamRef(_NoValueYet):
     """A DAG param as a value: ``load.expand(path=dag.param("paths"))``, or an argument
     of a call (``@dag`` passes one per parameter), resolved to the run's param. Like a
     reference it has no value while the file is parsed."""
@@ -56,20 +84,8 @@ class ParamRef:
             _caller(),
         )
 
-    def __str__(self) -> str:
-        self._refuse("turned into text (str(), an f-string, %-formatting)")
 
-    def __format__(self, spec: str) -> str:
-        self._refuse("formatted into text (an f-string or format())")
-
-    def __bool__(self) -> bool:
-        self._refuse("tested for truth (if/and/or/not)")
-
-    def __iter__(self) -> Iterator[Any]:
-        self._refuse("iterated (for, list(), unpacking)")
-
-
-class XComArg(Wiring):
+class XComArg(_NoValueYet, Wiring):
     """The future result of ``task`` (one key of it with ``ref["key"]``).
 
     ``ref >> other`` and ``other >> ref`` wire ``task`` like the task itself.
@@ -107,23 +123,7 @@ class XComArg(Wiring):
             _caller(),
         )
 
-    def __str__(self) -> str:
-        self._refuse("turned into text (str(), an f-string, %-formatting)")
-
-    def __format__(self, spec: str) -> str:
-        self._refuse("formatted into text (an f-string or format())")
-
-    def __bool__(self) -> bool:
-        self._refuse("tested for truth (if/and/or/not)")
-
-    def __iter__(self) -> Iterator[Any]:
-        self._refuse("iterated (for, list(), unpacking); map over it with .expand(x=...)")
-
-    def __len__(self) -> int:
-        self._refuse("measured (len())")
-
-    def __contains__(self, item: Any) -> bool:
-        self._refuse("searched ('in')")
+    _ITERATED = "iterated (for, list(), unpacking); map over it with .expand(x=...)"
 
     def _name(self) -> str:
         return f"{self.task.task_id}()" + "".join(f"[{k!r}]" for k in self.keys)
