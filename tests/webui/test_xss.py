@@ -53,6 +53,9 @@ ALLOWED_TAGS = {
 }  # fmt: skip
 
 
+SCRIPTS = ("/static/app.js", "/static/theme.js")
+
+
 class Markup(HTMLParser):
     """Every element and attribute actually in the page (not text that looks like them)."""
 
@@ -63,7 +66,7 @@ class Markup(HTMLParser):
     def handle_starttag(self, tag: str, attrs: list) -> None:
         if tag not in ALLOWED_TAGS:
             self.problems.append(f"<{tag}>")
-        if tag == "script" and dict(attrs).get("src") != "/static/app.js":
+        if tag == "script" and dict(attrs).get("src") not in SCRIPTS:
             self.problems.append("inline <script>")
         for name, value in attrs:
             if name.startswith("on") or name in ("style", "autofocus", "srcdoc"):
