@@ -3,8 +3,8 @@
 Functions take the store, the request's arguments and ``now``; they return plain
 dicts of records, so a page and its API route can never disagree.
 
->>> dag_list(store, tag="finance", search="night")["dags"][0]["dag"].dag_id  # doctest: +SKIP
-'nightly_report'
+>>> schedule_preview(store.current_spec("nightly_report"), now, 2)  # doctest: +SKIP
+[datetime(2026, 1, 2, 1, 0, tzinfo=UTC), datetime(2026, 1, 3, 1, 0, tzinfo=UTC)]
 """
 
 from __future__ import annotations
@@ -33,7 +33,6 @@ from .gantt import gantt
 from .layouts import Layouts
 from .mapped import add_mapped_cells, merge_lines, merge_states, merge_tries
 
-RECENT_RUNS = 10
 GRID_RUNS = 25
 GRID_CELLS = 20_000  # a wide DAG's grid shows fewer runs, never fewer tasks
 HISTORY_PAGE = 25
@@ -53,23 +52,6 @@ def words(spec: DagSpec) -> str:
             else f"{schedule_in_words(s.kind, s.expr, s.interval, s.timezone)}, or {on}"
         )
     return schedule_in_words(s.kind, s.expr, s.interval, s.timezone)
-
-
-def dag_list(store: Store, *, tag: str = "", search: str = "") -> dict[str, Any]:
-    dags = store.list_dags()
-    all_tags = sorted({t for d in dags for t in d.tags})
-    if tag:
-        dags = [d for d in dags if tag in d.tags]
-    if search:
-        needle = search.lower()
-        dags = [d for d in dags if needle in d.dag_id.lower()]
-    ids = [d.dag_id for d in dags]
-    specs = store.current_specs(ids)
-    marks = store.recent_runs(per_dag=RECENT_RUNS, dag_ids=ids)
-    rows = [
-        {"dag": d, "words": words(specs[d.dag_id]), "marks": marks.get(d.dag_id, [])} for d in dags
-    ]
-    return {"dags": rows, "tags": all_tags, "import_errors": store.import_errors()}
 
 
 def schedule_preview(spec: DagSpec, now: datetime, count: int = PREVIEW) -> list[datetime]:

@@ -49,6 +49,18 @@ def set_paused(
     return f"{dag_id} {word}." if changed else f"{dag_id} was {word} already."
 
 
+def set_paused_many(
+    store: Store, dag_ids: list[str], paused: bool, now: datetime, who: str | None = None
+) -> str:
+    changed = store.set_paused_many(dag_ids, paused, now, who=who)
+    word = "paused" if paused else "unpaused"
+    rest = len(set(dag_ids)) - len(changed)
+    told = f"{len(changed)} DAG{'s' if len(changed) != 1 else ''} {word}"
+    if changed:
+        told += f": {', '.join(changed[:20])}{' ...' if len(changed) > 20 else ''}"
+    return told + (f"; {rest} already {word}." if rest else ".")
+
+
 def clear(
     store: Store,
     run_id: str,

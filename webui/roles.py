@@ -47,6 +47,7 @@ ROUTE_ROLES: dict[str, str] = {
     # HTML form actions
     "actions.trigger": "operator",
     "actions.pause": "operator",
+    "actions.bulk_pause": "operator",
     "actions.backfill": "operator",
     "actions.cancel": "operator",
     "actions.clear": "operator",

@@ -35,7 +35,10 @@
         var doc = new DOMParser().parseFromString(html, "text/html");
         document.querySelectorAll("[data-live]").forEach(function (old) {
           var fresh = doc.getElementById(old.id);
-          if (fresh) old.replaceWith(document.importNode(fresh, true));
+          if (!fresh) return;
+          var node = document.importNode(fresh, true);
+          keepChecks(old, node);
+          old.replaceWith(node);
         });
         wireConfirms();
         wireGroups();
@@ -406,6 +409,31 @@
     if (root && m) selectTry(root, m[1]);
   });
 
+  // A live region's checked boxes (the DAG list's bulk selection) stay checked when
+  // it is swapped for a fresh copy.
+  function keepChecks(old, fresh) {
+    old.querySelectorAll("input[type=checkbox]:checked").forEach(function (box) {
+      var sel = "input[type=checkbox][name='" + box.name + "']";
+      fresh.querySelectorAll(sel).forEach(function (other) {
+        if (other.value === box.value) other.checked = true;
+      });
+    });
+    wireCheckAll();
+  }
+
+  // The DAG list's "check every DAG shown" box.
+  function wireCheckAll() {
+    document.querySelectorAll("input.check-all").forEach(function (all) {
+      if (all.getAttribute("data-wired")) return;
+      all.setAttribute("data-wired", "1");
+      all.addEventListener("change", function () {
+        document.querySelectorAll("input[type=checkbox][name=dag_id]").forEach(function (b) {
+          b.checked = all.checked;
+        });
+      });
+    });
+  }
+
   function wireConfirms() {
     document.querySelectorAll("form[data-confirm]").forEach(function (form) {
       if (form.getAttribute("data-wired")) return;
@@ -451,6 +479,7 @@
   document.addEventListener("DOMContentLoaded", function () {
     wireJsonEditors();
     wireConfirms();
+    wireCheckAll();
     wireGroups();
     wireLogs();
     followLogs();

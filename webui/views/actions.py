@@ -12,10 +12,11 @@ from collections.abc import Callable
 from flask import Blueprint, flash, redirect, request, url_for
 from werkzeug.wrappers import Response
 
-from orchestrator.errors import OrchestratorError
+from orchestrator.errors import ConfigError, OrchestratorError
 
 from .. import operations as ops
 from ..current import get_store, now
+from ..dag_list import MAX_BULK
 from ..inputs import form_choice
 from ..mapped import form_map_index
 from ..params_form import parse_params
@@ -73,6 +74,23 @@ def pause(dag_id: str) -> Response:
     back = request.form.get("back") == "list"
     target = url_for("pages.dag_list") if back else _dag_url(dag_id)
     return _do(lambda: ops.set_paused(get_store(), dag_id, paused, now(), _who()), target)
+
+
+@bp.post("/dags/bulk-pause")
+def bulk_pause() -> Response:
+    """Pause or unpause the DAGs checked in the list (form fields ``dag_id``, repeated),
+    in one transaction; ``back``: the list's query string to return to."""
+    paused = form_choice("paused", TRUE_FALSE) == "true"
+    dag_ids = [x for x in request.form.getlist("dag_id") if x]
+    if not dag_ids:
+        raise ConfigError("form field 'dag_id': check at least one DAG")
+    if len(dag_ids) > MAX_BULK:
+        raise ConfigError(f"form field 'dag_id': at most {MAX_BULK} DAGs, got {len(dag_ids)}")
+    back = request.form.get("back", "")
+    target = url_for("pages.dag_list")
+    if back.startswith("?") and "\n" not in back and "\r" not in back:
+        target += back
+    return _do(lambda: ops.set_paused_many(get_store(), dag_ids, paused, now(), _who()), target)
 
 
 @bp.post("/dags/<dag_id>/backfill")

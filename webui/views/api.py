@@ -12,6 +12,7 @@ from werkzeug.wrappers import Response
 from orchestrator.errors import ConfigError
 from orchestrator.store.core.records import DagRecord
 
+from .. import dag_list as listing
 from .. import data, mapped
 from ..current import get_log_mask, get_settings, get_store, now
 from ..formatting import iso
@@ -54,14 +55,15 @@ def openapi() -> Response:
 
 @bp.get("/dags")
 def dags() -> Response:
-    ctx = data.dag_list(
-        get_store(), tag=request.args.get("tag", ""), search=request.args.get("q", "")
-    )
+    query = listing.read_query()
+    if not request.args.get("page") and not request.args.get("per_page"):
+        query = listing.replace(query, per_page=listing.MAX_INT)  # unpaged, as before issue 27
+    ctx = listing.dag_list(get_store(), query)
     items = [
         dag_json(row["dag"], row["words"]) | {"recent_runs": [m.to_dict() for m in row["marks"]]}
         for row in ctx["dags"]
     ]
-    return jsonify({"dags": items, "total_entries": len(items), "tags": ctx["tags"]})
+    return jsonify({"dags": items, "total_entries": ctx["total"], "tags": ctx["tags"]})
 
 
 @bp.get("/dags/<dag_id>")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from flask import Blueprint, render_template, request
 
+from .. import dag_list as listing
 from .. import data
 from ..current import get_layouts, get_store, now
 from ..inputs import MAX_INT, int_arg
@@ -16,10 +17,11 @@ MAX_PAGE = MAX_INT // data.HISTORY_PAGE  # so the page's offset still fits a BIG
 
 @bp.get("/")
 def dag_list() -> str:
-    tag = request.args.get("tag", "").strip()
-    search = request.args.get("q", "").strip()
-    ctx = data.dag_list(get_store(), tag=tag, search=search)
-    return render_template("dag_list.html", tag=tag, q=search, recent=data.RECENT_RUNS, **ctx)
+    query = listing.read_query()
+    ctx = listing.dag_list(get_store(), query)
+    return render_template(
+        "dag_list.html", tag=query.tag, q=query.search, recent=listing.RECENT_RUNS, **ctx
+    )
 
 
 @bp.get("/dags/<dag_id>")

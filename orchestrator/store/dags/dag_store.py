@@ -332,3 +332,32 @@ class DagStore(StoreBase):
                 if not paused and self.current_spec(dag_id).misfire == "skip":  # issue 15
                     skip_queued_events(conn, dag_id, now)
         return bool(done)
+
+    def set_paused_many(
+        self, dag_ids: list[str], paused: bool, now: datetime, *, who: str | None = None
+    ) -> list[str]:
+        """Pause or unpause every DAG of ``dag_ids`` in one transaction, asked by ``who``:
+        all of them or, if one is unknown, none (NotFoundError naming it). Returns the
+        ids whose state changed (those already so are left alone, without an event)."""
+        d = m.dags
+        wanted = sorted(set(dag_ids))
+        with self.write() as conn:
+            known = set(conn.execute(select(d.c.dag_id).where(d.c.dag_id.in_(wanted))).scalars())
+            unknown = [x for x in wanted if x not in known]
+            if unknown:
+                raise NotFoundError(f"no DAG with dag_id {unknown[0]!r}")
+            changed = list(
+                conn.execute(
+                    update(d)
+                    .where(d.c.dag_id.in_(wanted), d.c.is_paused.is_(not paused))
+                    .values(is_paused=paused)
+                    .returning(d.c.dag_id)
+                ).scalars()
+            )
+            kind = "dag_paused" if paused else "dag_unpaused"
+            word = ("paused" if paused else "unpaused") + (f" by {who}" if who else "")
+            for dag_id in sorted(changed):
+                record_event(conn, now, kind, word, dag_id=dag_id, actor=who)
+                if not paused and self.current_spec(dag_id).misfire == "skip":  # issue 15
+                    skip_queued_events(conn, dag_id, now)
+        return sorted(changed)

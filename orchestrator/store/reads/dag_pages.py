@@ -12,16 +12,17 @@ come out counted by state; the web UI sums them up in one state (``webui/mapped.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from datetime import datetime
 from typing import NamedTuple
 
-from sqlalchemy import bindparam, func, select, union_all
+from sqlalchemy import bindparam, func, literal, select, union_all
 
 from orchestrator.authoring.spec import DagSpec
 from orchestrator.store.core import models as m
 from orchestrator.store.core.base import StoreBase
-from orchestrator.store.core.records import Record, RunRecord
+from orchestrator.store.core.records import DagRecord, Record, RunRecord
 
 # a mapped task's instances in a grid cell: (run_id, task_id) -> state -> (count, max try)
 MappedCells = dict[tuple[str, str], dict[str, tuple[int, int]]]
@@ -63,7 +64,95 @@ _MAPPED_CELLS = (
 )
 
 
+# the DAG list's filters and sort keys (issue 27): the web UI checks its parameters
+# against these before calling dag_list_page
+LIST_STATES = ("failed", "running", "paused", "active")
+LIST_SORTS = ("dag_id", "last_run", "next_run")
+
+
+def _last_run_pk():  # noqa: ANN202 (a correlated scalar subquery)
+    r, d = m.dag_runs, m.dags
+    return (
+        select(r.c.id)
+        .where(r.c.dag_id == d.c.dag_id)
+        .order_by(r.c.logical_date.desc(), r.c.id.desc())
+        .limit(1)
+        .correlate(d)
+        .scalar_subquery()
+    )
+
+
 class DagPagesStore(StoreBase):
+    def dag_list_page(
+        self,
+        *,
+        state: str = "",
+        tag: str = "",
+        search: str = "",
+        sort: str = "dag_id",
+        descending: bool = False,
+        offset: int = 0,
+        limit: int = 50,
+    ) -> tuple[list[DagRecord], int]:
+        """One page of the active DAGs and how many match in all.
+
+        ``state``: ``failed`` (the latest run failed), ``running`` (a run is running),
+        ``paused`` or ``active`` (not paused). ``sort``: ``dag_id``, ``last_run`` (the
+        latest run's logical date; DAGs without runs last) or ``next_run`` (none last),
+        ties broken by dag_id. The latest run is one index probe per DAG on (dag_id,
+        logical_date), so 10,000 DAGs cost 10,000 probes at most, never a scan of runs.
+        """
+        if state and state not in LIST_STATES:
+            raise ValueError(f"unknown DAG list state {state!r}")
+        if sort not in LIST_SORTS:
+            raise ValueError(f"unknown DAG list sort {sort!r}")
+        d, r = m.dags, m.dag_runs
+        cond = [d.c.is_active.is_(True)]
+        if tag:
+            cond.append(d.c.tags.contains(json.dumps(tag), autoescape=True))
+        if search:
+            cond.append(func.lower(d.c.dag_id).contains(search.lower(), autoescape=True))
+        if state == "paused":
+            cond.append(d.c.is_paused.is_(True))
+        elif state == "active":
+            cond.append(d.c.is_paused.is_(False))
+        elif state == "running":
+            running = select(literal(1)).where(r.c.dag_id == d.c.dag_id, r.c.state == "running")
+            cond.append(running.correlate(d).exists())
+        elif state == "failed":
+            latest = select(r.c.state).where(r.c.id == _last_run_pk()).scalar_subquery()
+            cond.append(latest == "failed")
+        if sort == "last_run":
+            key = (
+                select(r.c.logical_date)
+                .where(r.c.dag_id == d.c.dag_id)
+                .order_by(r.c.logical_date.desc())
+                .limit(1)
+                .correlate(d)
+                .scalar_subquery()
+            )
+        elif sort == "next_run":
+            key = d.c.next_logical_date
+        else:
+            key = d.c.dag_id
+        order = [key.is_(None), key.desc() if descending else key.asc()]  # none last, always
+        if sort != "dag_id":
+            order.append(d.c.dag_id.desc() if descending else d.c.dag_id.asc())
+        q = select(d).where(*cond).order_by(*order).offset(offset).limit(limit)
+        with self.read() as conn:
+            rows = [DagRecord.from_row(row) for row in conn.execute(q)]
+            total = conn.execute(select(func.count()).select_from(d).where(*cond)).scalar_one()
+        return rows, total
+
+    def dag_tags(self) -> list[str]:
+        """Every tag of an active DAG, sorted (one column of one row per DAG)."""
+        d = m.dags
+        with self.read() as conn:
+            stored = conn.execute(
+                select(d.c.tags).where(d.c.is_active.is_(True)).distinct()
+            ).scalars()
+            return sorted({t for raw in stored for t in json.loads(raw or "[]")})
+
     def recent_runs(
         self, *, per_dag: int = 10, dag_ids: list[str] | None = None
     ) -> dict[str, list[RunMark]]:
