@@ -22,6 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+from flask import request
+
 from orchestrator.store import Store
 from orchestrator.store.reads.dag_pages import LIST_SORTS, LIST_STATES
 
@@ -65,12 +67,19 @@ class ListQuery:
         return self.args(sort=key, order=flip, page=1)
 
 
+def _text(name: str, max_length: int) -> str:
+    """A text parameter; empty (as a form's blank search box sends it) is no filter."""
+    if request.args.get(name, "") == "":
+        return ""
+    return (text_arg(name, max_length) or "").strip()
+
+
 def read_query() -> ListQuery:
     """The request's list parameters; a ConfigError (400) names the first bad one."""
     return ListQuery(
         state=choice_arg("state", LIST_STATES, ""),
-        tag=(text_arg("tag", 100) or "").strip(),
-        search=(text_arg("q", 250) or "").strip(),
+        tag=_text("tag", 100),
+        search=_text("q", 250),
         sort=choice_arg("sort", LIST_SORTS, "dag_id"),
         order=choice_arg("order", ("asc", "desc"), "asc"),
         page=int_arg("page", 1, lo=1, hi=MAX_INT // MAX_PER_PAGE) or 1,

@@ -43,6 +43,7 @@ def test_state_filters(client, fleet):
     assert ids(client, "?state=paused") == ["d_paused"]
     assert ids(client, "?state=active") == ["a_ok", "b_failed", "c_running", "e_none"]
     assert ids(client, "?state=active&tag=fin&q=B_") == ["b_failed"]
+    assert len(ids(client, "?state=&q=&tag=")) == 5  # a form's blank fields: no filter
 
 
 def test_a_tag_is_matched_whole_not_as_a_pattern(client, fleet):
