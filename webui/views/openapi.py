@@ -9,7 +9,7 @@ from ..roles import least_role
 
 # (method, path, summary, query params, JSON body properties)
 ROUTES: list[tuple[str, str, str, tuple[str, ...], dict[str, str]]] = [
-    ("get", "/dags", "DAGs with schedule in words and recent runs", ("tag", "q"), {}),
+    ("get", "/dags", "DAGs with schedule in words and recent runs; state, tag, q filter, sort/order sort, page/per_page page (unpaged without them)", ("state", "tag", "q", "sort", "order", "page", "per_page"), {}),
     ("get", "/dags/{dag_id}", "One DAG: params, tasks, schedule preview", (), {}),
     ("get", "/dags/{dag_id}/runs", "A page of runs, newest first", ("state", "limit", "offset"), {}),
     ("get", "/dags/{dag_id}/grid", "Latest runs x tasks", ("limit",), {}),
