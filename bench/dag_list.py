@@ -44,8 +44,10 @@ PAGES = [
     "/?sort=next_run",
     "/?sort=last_run&state=failed&page=20",
     "/?page=200",
-    "/?per_page=500&page=3",
+    "/?per_page=200&page=3",
     "/?q=dag_09",
+    "/?owner=team_07",
+    "/?sort=owner&order=desc&page=30",
     "/api/v1/dags?per_page=50&page=10",
 ]
 
@@ -64,6 +66,7 @@ def load(store: Store, dags: int, runs: int) -> float:
             if i:
                 dag_rows.append(
                     dag_row | {"dag_id": dag_id, "is_paused": i % 10 == 0,
+                               "owners": json.dumps([f"team_{i % 50:02d}"]),
                                "next_logical_date": T0 + timedelta(minutes=(i * 7919) % dags)}
                 )  # fmt: skip
                 data = json.loads(version["data"]) | {"dag_id": dag_id}

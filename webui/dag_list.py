@@ -9,11 +9,12 @@ parameter      values                                              default
 =============  ==================================================  ===========
 ``state``      ``failed``, ``running``, ``paused``, ``active``      (all)
 ``tag``        a tag, 1-100 characters                             (all)
+``owner``      an owner of its tasks, 1-100 characters             (all)
 ``q``          part of a DAG id, 1-250 characters                  (all)
-``sort``       ``dag_id``, ``last_run``, ``next_run``              ``dag_id``
+``sort``       ``dag_id``, ``last_run``, ``next_run``, ``owner``   ``dag_id``
 ``order``      ``asc``, ``desc``                                   ``asc``
 ``page``       1 ...                                               1
-``per_page``   1-500                                               50
+``per_page``   1-200                                               50
 =============  ==================================================  ===========
 """
 
@@ -32,7 +33,7 @@ from .inputs import MAX_INT, choice_arg, int_arg, text_arg
 
 RECENT_RUNS = 10
 PER_PAGE = 50
-MAX_PER_PAGE = 500
+MAX_PER_PAGE = 200
 MAX_BULK = 500  # DAG ids one bulk pause/unpause may name
 
 
@@ -40,6 +41,7 @@ MAX_BULK = 500  # DAG ids one bulk pause/unpause may name
 class ListQuery:
     state: str = ""
     tag: str = ""
+    owner: str = ""
     search: str = ""
     sort: str = "dag_id"
     order: str = "asc"
@@ -52,6 +54,7 @@ class ListQuery:
         out = {
             "state": q.state,
             "tag": q.tag,
+            "owner": q.owner,
             "q": q.search,
             "sort": q.sort if q.sort != "dag_id" else "",
             "order": q.order if q.order != "asc" else "",
@@ -79,6 +82,7 @@ def read_query() -> ListQuery:
     return ListQuery(
         state=choice_arg("state", LIST_STATES, ""),
         tag=_text("tag", 100),
+        owner=_text("owner", 100),
         search=_text("q", 250),
         sort=choice_arg("sort", LIST_SORTS, "dag_id"),
         order=choice_arg("order", ("asc", "desc"), "asc"),
@@ -93,6 +97,7 @@ def dag_list(store: Store, query: ListQuery) -> dict[str, Any]:
     dags, total = store.dag_list_page(
         state=query.state,
         tag=query.tag,
+        owner=query.owner,
         search=query.search,
         sort=query.sort,
         descending=query.order == "desc",
@@ -111,11 +116,13 @@ def dag_list(store: Store, query: ListQuery) -> dict[str, Any]:
         for d in dags
     ]
     pages = max(1, -(-total // query.per_page))
+    tags, owners = store.dag_labels()
     return {
         "dags": rows,
         "total": total,
         "pages": pages,
         "query": query,
-        "tags": store.dag_tags(),
+        "tags": tags,
+        "owners": owners,
         "import_errors": store.import_errors(),
     }

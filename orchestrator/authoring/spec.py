@@ -117,6 +117,8 @@ def serialize_dag(dag: DAG) -> dict[str, Any]:
         **controls_of_dag(dag),
         **_param_fields(dag),
         **({"doc_md": dag.doc_md} if dag.doc_md else {}),  # issue 25
+        # issue 27: the tasks' owners, for the DAG list; only when set (version hashes kept)
+        **({"owners": dag.owners} if dag.owners else {}),
     }
 
 

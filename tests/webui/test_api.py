@@ -45,6 +45,7 @@ def test_dags_api_lists_active_dags(client, store, make_dag, set_next_fire):
         "next_logical_date": "2026-01-02T01:00:00+00:00",
         "description": "Nightly",
         "tags": ["b", "a"],
+        "owners": [],  # issue 27: its tasks' owners
     }
     assert berlin["fileloc"].endswith("conftest.py")
     assert manual["dag_id"] == "manual"

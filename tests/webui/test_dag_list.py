@@ -25,8 +25,10 @@ def ids(client, query: str = "") -> list[str]:
 def fleet(store, make_dag, make_runs, set_next_fire):
     """a_ok (last run success), b_failed (last run failed), c_running (a run running),
     d_paused (no runs), e_none (no runs, no next fire); next fires differ."""
+    owners = {"a_ok": "zoe", "b_failed": "ann", "c_running": "ann"}
     for dag_id in ("a_ok", "b_failed", "c_running", "d_paused", "e_none"):
-        make_dag(dag_id, tags=["fin"] if dag_id < "c" else ["ops%"])
+        args = {"default_args": {"owner": owners[dag_id]}} if dag_id in owners else {}
+        make_dag(dag_id, tags=["fin"] if dag_id < "c" else ["ops%"], **args)
     make_runs("a_ok", ["failed", "success"])  # failed once, then fine: not "failed"
     make_runs("b_failed", ["success", "success", "failed"])  # latest run is the latest hour
     make_runs("c_running", ["running"])
@@ -44,6 +46,30 @@ def test_state_filters(client, fleet):
     assert ids(client, "?state=active") == ["a_ok", "b_failed", "c_running", "e_none"]
     assert ids(client, "?state=active&tag=fin&q=B_") == ["b_failed"]
     assert len(ids(client, "?state=&q=&tag=")) == 5  # a form's blank fields: no filter
+
+
+def test_owners_shown_filtered_and_sorted(client, fleet, store):
+    assert store.get_dag("b_failed").owners == ("ann",)
+    assert store.get_dag("e_none").owners == ()
+    assert ids(client, "?owner=ann") == ["b_failed", "c_running"]
+    assert ids(client, "?owner=an") == []  # an owner is matched whole
+    assert ids(client, "?owner=ann&state=failed") == ["b_failed"]
+    assert ids(client, "?sort=owner") == ["b_failed", "c_running", "a_ok", "d_paused", "e_none"]
+    assert ids(client, "?sort=owner&order=desc") == [
+        "a_ok", "c_running", "b_failed", "e_none", "d_paused",
+    ]  # fmt: skip
+    html = client.get("/").get_data(as_text=True)
+    assert '<option value="zoe">zoe</option>' in html  # the owner filter lists every owner
+    assert [d["owners"] for d in client.get("/api/v1/dags?owner=zoe").get_json()["dags"]] == [
+        ["zoe"]
+    ]
+
+
+def test_a_dag_without_owners_keeps_its_serialized_form():
+    from conftest import build_dag
+
+    assert "owners" not in build_dag("plain")
+    assert build_dag("owned", default_args={"owner": "ann"})["owners"] == ["ann"]
 
 
 def test_a_tag_is_matched_whole_not_as_a_pattern(client, fleet):
@@ -90,12 +116,14 @@ def test_pages(client, fleet):
         ("state=broken", "state"),
         ("state=FAILED", "state"),
         ("sort=owner_id", "sort"),
+        ("owner=" + "o" * 101, "owner"),
+        ("owner=a%02", "owner"),
         ("order=up", "order"),
         ("page=0", "page"),
         ("page=x", "page"),
         ("page=99999999999999999999", "page"),
         ("per_page=0", "per_page"),
-        ("per_page=501", "per_page"),
+        ("per_page=201", "per_page"),
         ("q=" + "x" * 251, "q"),
         ("tag=a%01b", "tag"),
         ("tag=" + "t" * 101, "tag"),

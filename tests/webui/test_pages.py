@@ -114,7 +114,9 @@ def test_dag_list_query_count_does_not_grow_with_dags(client, store, make_dag, m
     finally:
         event.remove(store.engine, "before_cursor_execute", count)
     assert marks_of(html, "more_5") == ["success", "failed"]
-    assert len(statements) == with_one <= 6
+    # a page of DAGs, their count, their specs (2), their recent runs, the tags and
+    # owners, the import errors (issue 27: the count is the pager's)
+    assert len(statements) == with_one <= 7
 
 
 def test_dag_page_lists_recent_runs(client, make_dag, make_runs):

@@ -37,6 +37,7 @@ def dag_json(dag: DagRecord, words: str | None = None) -> dict[str, Any]:
         "next_logical_date": iso(dag.next_logical_date),
         "description": dag.description,
         "tags": list(dag.tags),
+        "owners": list(dag.owners),  # issue 27
         "fileloc": dag.fileloc,
     }
     if words is not None:

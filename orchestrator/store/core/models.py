@@ -81,6 +81,8 @@ dags = Table(
     Column("description", Text),
     Column("timezone", String(64), nullable=False),
     Column("tags", Text, nullable=False, default="[]"),
+    # the owners of its tasks, a sorted JSON list like tags (issue 27: the DAG list, 0031)
+    Column("owners", Text, nullable=False, default="[]", server_default="[]"),
     Column("next_logical_date", UTCDateTime),
     # True once the schedule has no fire times left (end_date passed, @once fired)
     Column("schedule_exhausted", Boolean, nullable=False, default=False),

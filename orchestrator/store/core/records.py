@@ -57,6 +57,7 @@ class DagRecord(Record):
     next_logical_date: datetime | None
     schedule_exhausted: bool
     last_parsed_at: datetime
+    owners: tuple[str, ...] = ()  # the owners of its tasks (issue 27)
 
     @classmethod
     def from_row(cls, row: Any) -> DagRecord:
@@ -73,6 +74,7 @@ class DagRecord(Record):
             next_logical_date=row.next_logical_date,
             schedule_exhausted=bool(row.schedule_exhausted),
             last_parsed_at=row.last_parsed_at,
+            owners=tuple(json.loads(row.owners or "[]")),
         )
 
 

@@ -106,6 +106,7 @@ class DagStore(StoreBase):
                 description=data["description"],
                 timezone=data["timezone"],
                 tags=json.dumps(data["tags"]),
+                owners=json.dumps(data.get("owners", [])),  # issue 27: the DAG list's owner
                 last_parsed_at=now,
             )
             row = rows.get(dag_id)
