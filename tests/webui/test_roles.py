@@ -34,6 +34,7 @@ JSON_BODIES = {
 }
 FORM_BODIES = {
     "actions.pause": {"paused": "true"},
+    "actions.bulk_pause": {"paused": "true", "dag_id": ["pipeline"]},  # issue 27
     "actions.backfill": {"start": "2026-01-01", "end": "2026-01-02"},
     "actions.clear": {"downstream": "true"},
     "actions.mark": {"state": "success"},
@@ -153,10 +154,13 @@ def test_sessions_see_only_the_buttons_of_their_role_and_posts_above_it_are_refu
         assert "Trigger run" not in dag_page and "actions.pause" not in dag_page
         assert "/dags/pipeline/pause" not in dag_page and "is-readonly" in dag_page
         assert "Cancel run" not in viewer.get(base + f"/runs/{run.run_id}", timeout=30).text
+        dag_list = viewer.get(base + "/", timeout=30).text  # issue 27: no bulk bar, no boxes
+        assert "/dags/bulk-pause" not in dag_list and 'name="dag_id"' not in dag_list
         before = snapshot(store)
         for path, form in (
             (f"{task_page}/mark", {"state": "success"}),
             ("/dags/pipeline/trigger", {}),
+            ("/dags/bulk-pause", {"paused": "true", "dag_id": "pipeline"}),
             ("/api/v1/dags/pipeline/pause", None),
         ):
             if form is None:
@@ -173,6 +177,7 @@ def test_sessions_see_only_the_buttons_of_their_role_and_posts_above_it_are_refu
         page = operator.get(base + task_page, timeout=30).text
         assert "Mark success" in page and ">Clear<" in page
         assert "Trigger run" in operator.get(base + "/dags/pipeline", timeout=30).text
+        assert 'name="dag_id" value="pipeline"' in operator.get(base + "/", timeout=30).text
         r = operator.post(
             base + f"{task_page}/mark",
             data={"state": "success", "csrf_token": csrf},
