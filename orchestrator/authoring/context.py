@@ -17,6 +17,7 @@ from orchestrator.authoring.credentials import (
 from orchestrator.authoring.template_context import template_variables
 
 _MISSING: Any = object()
+RETURN_VALUE = "return_value"  # the key of a task's result (Airflow's)
 MAX_OUTLET_EXTRA_BYTES = 65536  # as an external event's extra (store.assets.asset_store)
 
 
@@ -85,6 +86,9 @@ class TaskContext:
     timezone: str = "UTC"
     # issue 25: the conf the run was triggered with, as given ({{ dag_run.conf }})
     conf: dict[str, Any] = field(default_factory=dict)
+    # issue 25: asks the worker (kind, request) -> reply; results of any task, pushes
+    ask: Any = field(default=None, repr=False, compare=False)
+    max_result_bytes: int = 65536
 
     @property
     def ds(self) -> str:
@@ -170,6 +174,69 @@ class TaskContext:
             )
         raw = self._results.get(task_id)
         return None if raw is None else json.loads(raw)
+
+    def result(
+        self, task_id: str, key: str = RETURN_VALUE, map_indexes: int | list[int] | None = None
+    ) -> Any:
+        """The result (``key``: that key of its dict result, else a value it pushed) of
+        task ``task_id`` of this run, upstream or not; a mapped task's is a list in map
+        order (``map_indexes``: one instance, or a list of them). A task that has not
+        finished yet is an error naming it and its state; one that did not succeed
+        gives None. An upstream task's result is already here: no lookup."""
+        if task_id in self.upstream_ids and (
+            key == RETURN_VALUE or task_id not in self.mapped_over
+        ):
+            value = self.upstream(task_id)
+            if key != RETURN_VALUE:  # a key of its dict result (multiple_outputs), else pushed
+                if isinstance(value, dict) and key in value:
+                    return value[key]
+                return self._pull(task_id, key, map_indexes)
+            if map_indexes is not None and isinstance(value, list):
+                if isinstance(map_indexes, list | tuple):
+                    return [value[i] for i in map_indexes]
+                return value[map_indexes]
+            return value
+        return self._pull(task_id, key, map_indexes)
+
+    def _pull(self, task_id: str, key: str, map_indexes: Any) -> Any:
+        indexes = list(map_indexes) if isinstance(map_indexes, list | tuple) else map_indexes
+        raw = self._ask("xcom_pull", {"task_id": task_id, "key": key, "map_indexes": indexes})
+        return None if raw is None else json.loads(raw)
+
+    def push(self, key: str, value: Any) -> None:
+        """Store ``value`` (JSON, at most ``max_result_bytes``) under ``key`` for this try;
+        any later task of the run reads it with ``ti.xcom_pull(task_ids=..., key=key)``
+        once this one has finished."""
+        if not isinstance(key, str) or not key or key == RETURN_VALUE:
+            raise ValueError(
+                f"task {self.task_id!r}: xcom_push needs a key other than {RETURN_VALUE!r} "
+                f"(got {key!r}): return the task's result instead"
+            )
+        try:
+            text = json.dumps(value, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise TypeError(
+                f"task {self.task_id!r}: xcom_push key {key!r}: the value is not JSON "
+                f"({type(value).__name__}): {exc}"
+            ) from None
+        size = len(text.encode())
+        if size > self.max_result_bytes:
+            raise ValueError(
+                f"task {self.task_id!r}: xcom_push key {key!r}: the value is {size} bytes of "
+                f"JSON, over the {self.max_result_bytes}-byte limit (max_result_bytes)"
+            )
+        self._ask("xcom_push", {"key": key, "value": text})
+
+    def _ask(self, kind: str, request: dict[str, Any]) -> Any:
+        if self.ask is None:
+            raise LookupError(
+                f"task {self.task_id!r}: {kind} of {request.get('task_id') or request['key']!r}"
+                ": no worker to ask here (only upstream results are at hand)"
+            )
+        reply = self.ask(kind, json.dumps(request))
+        if "error" in reply:
+            raise LookupError(f"task {self.task_id!r}: {kind}: {reply['error']}")
+        return reply.get("found")
 
     def variable(self, name: str, default: Any = _MISSING, deserialize_json: bool = False) -> Any:
         """Variable ``name`` (parsed as JSON with ``deserialize_json``); ``default`` when

@@ -17,7 +17,10 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from orchestrator.authoring.task_instance_view import TaskInstanceView
 from orchestrator.authoring.template_context import template_variables
+
+__all__ = ["CONTEXT_NAMES", "TaskInstanceView", "context_values"]
 
 CONTEXT_NAMES = frozenset(
     {
@@ -27,54 +30,6 @@ CONTEXT_NAMES = frozenset(
         "triggering_asset_events", "macros", "var", "conn", "dag", "task",
     }
 )  # fmt: skip
-
-
-class TaskInstanceView:
-    """``ti`` / ``task_instance``: this try's task instance (``dag_id``, ``task_id``,
-    ``run_id``, ``try_number``, ``map_index``, ``log``) and ``xcom_pull`` of an
-    upstream task's result."""
-
-    def __init__(self, ctx: Any) -> None:
-        self._ctx = ctx
-        self.dag_id: str = ctx.dag_id
-        self.task_id: str = ctx.task_id
-        self.run_id: str = ctx.run_id
-        self.try_number: int = ctx.try_number
-        self.map_index: int = ctx.map_index
-        self.log = ctx.log
-
-    def xcom_pull(
-        self,
-        task_ids: str | list[str] | None = None,
-        key: str | None = "return_value",
-        map_indexes: int | list[int] | None = None,
-    ) -> Any:
-        """The result of upstream task ``task_ids`` (a list of ids: a list of results);
-        ``key`` other than ``return_value`` reads that key of a dict result;
-        ``map_indexes`` picks instances of a mapped upstream task."""
-        if task_ids is None:
-            raise ValueError(f"task {self.task_id!r}: xcom_pull needs task_ids=...")
-        if isinstance(task_ids, list | tuple):
-            return [self.xcom_pull(t, key, map_indexes) for t in task_ids]
-        value = self._ctx.upstream(task_ids)
-        if map_indexes is not None and isinstance(value, list):
-            value = (
-                [value[i] for i in map_indexes]
-                if isinstance(map_indexes, list | tuple)
-                else value[map_indexes]
-            )
-        if key not in (None, "return_value"):
-            value = value.get(key) if isinstance(value, dict) else None
-        return value
-
-    def xcom_push(self, key: str, value: Any) -> None:
-        raise NotImplementedError(
-            f"task {self.task_id!r}: xcom_push is not supported: return the value (a dict "
-            "for several, with multiple_outputs=True) and read it downstream"
-        )
-
-    def __repr__(self) -> str:
-        return f"<TaskInstance {self.dag_id}.{self.task_id} {self.run_id} try {self.try_number}>"
 
 
 class _OutletEvent:

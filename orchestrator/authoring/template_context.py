@@ -3,7 +3,7 @@ built-in sensors' arguments), built from the task context, and their names.
 
 :data:`TEMPLATE_NAMES` is what the parse-time check (:mod:`.template_check`) accepts;
 :func:`template_variables` is what a try renders with. Add a name to both (a unit
-test holds them equal). ``ti`` / ``task_instance`` are left for ``ti.xcom_pull``.
+test holds them equal). ``ti`` / ``task_instance`` give ``ti.xcom_pull(task_ids=...)``.
 
 >>> from datetime import UTC, datetime
 >>> when = template_datetime(datetime(2026, 1, 31, 2, tzinfo=UTC))
@@ -20,6 +20,7 @@ from zoneinfo import ZoneInfo
 
 from orchestrator.authoring.credentials import template_credentials
 from orchestrator.authoring.macros import MACROS
+from orchestrator.authoring.task_instance_view import TaskInstanceView
 
 
 class TemplateDatetime(datetime):
@@ -66,7 +67,7 @@ TEMPLATE_NAMES = frozenset(
         "dag_id", "run_id", "task_id", "ds", "ds_nodash", "ts", "ts_nodash",
         "ts_nodash_with_tz", "logical_date", "data_interval_start", "data_interval_end",
         "try_number", "params", "idempotency_key", "var", "conn", "map_index", "macros",
-        "dag_run",
+        "dag_run", "ti", "task_instance",
     }
 )  # fmt: skip
 
@@ -80,7 +81,10 @@ def template_variables(ctx: Any, timezone: str) -> dict[str, Any]:
     start = template_datetime(ctx.data_interval_start)
     end = template_datetime(ctx.data_interval_end)
     ts = local.isoformat()
+    ti = TaskInstanceView(ctx)  # {{ ti.xcom_pull(task_ids='x') }}
     return {
+        "ti": ti,
+        "task_instance": ti,
         "dag_id": ctx.dag_id,
         "run_id": ctx.run_id,
         "task_id": ctx.task_id,

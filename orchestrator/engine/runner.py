@@ -316,6 +316,8 @@ def run_try(
         mapped_over=tuple(job.get("mapped_over") or ()),
         timezone=job.get("timezone") or "UTC",
         conf=job.get("conf") or {},
+        ask=ask,
+        max_result_bytes=job["max_result_bytes"],
     )
     # issue 14: the task's on_execute / on_success hooks (engine/task_hooks.py)
     hook = functools.partial(run_hook, job, ctx, lambda: _dags_of(job["fileloc"], cache), logger)

@@ -38,6 +38,7 @@ from orchestrator.authoring.credentials import (
     is_sensitive_name,
 )
 from orchestrator.engine.task_secrets import LOOKUP, Ask, is_lookup
+from orchestrator.engine.xcom_lookup import RESULT_KINDS
 from orchestrator.errors import ConfigError, OrchestratorError
 from orchestrator.store.credentials.secret_box import box_of
 
@@ -168,13 +169,20 @@ def answer(chain: SecretsChain | None, message: tuple) -> dict[str, Any]:
         return {"error": f"cannot read {kind} {name!r}: {type(exc).__name__}: {exc}"}
 
 
-def answer_lookup(chain: SecretsChain | None, channel: Any, message: Any, tag: Any) -> bool:
+def answer_lookup(
+    chain: SecretsChain | None, channel: Any, message: Any, tag: Any, results: Any = None
+) -> bool:
     """If ``message`` is a lookup of the try ``tag``, send the answer on ``channel`` and
-    return True (the try goes on); False for anything else (an outcome)."""
+    return True (the try goes on); False for anything else (an outcome). ``results``
+    answers the lookups of task results (``(kind, message) -> reply``; issue 25)."""
     if not is_lookup(message) or message[1] != tag:
         return False
+    if message[3] in RESULT_KINDS:
+        reply = results(message) if results is not None else {"error": "no results here"}
+    else:
+        reply = answer(chain, message)
     with contextlib.suppress(BrokenPipeError, OSError):  # died: its sentinel tells
-        channel.send(answer(chain, message))
+        channel.send(reply)
     return True
 
 

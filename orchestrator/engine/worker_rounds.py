@@ -19,6 +19,7 @@ from orchestrator.engine.sensor_checks import (
 from orchestrator.engine.task_hooks import try_state_of
 from orchestrator.engine.task_processes import describe_exit, outcome_of, protocol_error
 from orchestrator.engine.worker_prefetch import PREFETCH_SHORT_SECONDS
+from orchestrator.engine.xcom_lookup import answer_results
 from orchestrator.store.core.records import Claim
 
 log = logging.getLogger(__name__)
@@ -32,6 +33,9 @@ _NOTHING = object()  # no message: the channel is closed (the task process died)
 
 class Rounds:
     """Collecting finished tries and recording them (``Worker``'s outbox)."""
+
+    def _answer_results(self, message: tuple) -> dict[str, Any]:
+        return answer_results(self.store, self.settings.max_result_bytes, message)
 
     def _collect(self, now: datetime, wait_seconds: float, extra: Any = ()) -> int:
         if not self._busy:
@@ -60,7 +64,8 @@ class Rounds:
                 message = _NOTHING
             except Exception as exc:  # noqa: BLE001 - garbage on the channel
                 message = exc
-            if answer_lookup(self._secrets, slot.conn, message, (claim.ti_id, claim.try_number)):
+            tag = (claim.ti_id, claim.try_number)
+            if answer_lookup(self._secrets, slot.conn, message, tag, self._answer_results):
                 continue  # the try asked for a variable or connection: it runs on
             self._busy.remove(slot)
             if message is not _NOTHING:

@@ -25,6 +25,7 @@ from orchestrator.store.core.records import BackfillRecord
 from orchestrator.store.runs.run_progress import cancel_run_in
 from orchestrator.store.runs.run_rows import insert_runs
 from orchestrator.store.tasks.expansion import collapse_locked
+from orchestrator.store.tasks.xcoms import delete_xcoms_of
 
 BATCH = 1000  # new runs per INSERT (and per progress report) when creating a backfill
 
@@ -55,6 +56,9 @@ def clear_run_in(
     by_tries: dict[int, list[str]] = {}
     for t in spec.tasks.values():
         by_tries.setdefault(t.max_tries, []).append(t.task_id)
+    # issue 25: the values the finished instances' tries pushed go with them
+    finished = ti.c.run_pk == run_pk, ti.c.state.in_(list(TASK_FINISHED))
+    delete_xcoms_of(conn, select(ti.c.id).where(*finished))
     for tries, task_ids in sorted(by_tries.items()):
         conn.execute(
             update(ti)

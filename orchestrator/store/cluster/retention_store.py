@@ -82,6 +82,7 @@ class RetentionStore(StoreBase):
                                                    tries.c.log_path.is_not(None))
                 ).scalars())  # fmt: skip
                 out.tries = conn.execute(delete(tries).where(tries.c.ti_id.in_(ti_ids))).rowcount
+                conn.execute(delete(m.task_xcoms).where(m.task_xcoms.c.ti_id.in_(ti_ids)))
                 out.log_chunks = conn.execute(
                     delete(m.log_chunks).where(m.log_chunks.c.ti_id.in_(ti_ids))
                 ).rowcount

@@ -21,6 +21,7 @@ from sqlalchemy import (
     Integer,
     LargeBinary,
     MetaData,
+    PrimaryKeyConstraint,
     String,
     Table,
     Text,
@@ -284,6 +285,19 @@ task_tries = Table(
     Column("lost_reason", String(32)),
     Column("map_index", Integer, nullable=False, default=-1, server_default="-1"),  # 0012
     UniqueConstraint("ti_id", "try_number"),
+)
+
+# issue 25 (0031): values a try pushed (``ti.xcom_push(key, value)``), JSON text; a pull
+# reads only the rows of the instance's current try (an earlier try's pushes are not its);
+# deleted with the instance (cascade), when it is cleared and by retention
+task_xcoms = Table(
+    "task_xcoms",
+    metadata,
+    Column("ti_id", Id, ForeignKey("task_instances.id", ondelete="CASCADE"), nullable=False),
+    Column("key", String(250), nullable=False),
+    Column("try_number", Integer, nullable=False),
+    Column("value", Text, nullable=False),
+    PrimaryKeyConstraint("ti_id", "key"),
 )
 
 # -- try logs shipped to the store by the worker that ran the try (migration 0018) ----------

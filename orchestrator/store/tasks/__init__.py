@@ -9,6 +9,7 @@ from orchestrator.store.tasks.sensor_store import SensorStore
 from orchestrator.store.tasks.task_outcomes import TaskOutcomeStore
 from orchestrator.store.tasks.task_store import TaskStore
 from orchestrator.store.tasks.ui_actions import UiActionStore
+from orchestrator.store.tasks.xcoms import XcomStore
 
 
 class TasksAggregate(
@@ -20,8 +21,9 @@ class TasksAggregate(
     TaskOutcomeStore,
     SensorStore,
     UiActionStore,
+    XcomStore,
 ):
-    """Tables ``task_instances``, ``task_tries``, ``pools``."""
+    """Tables ``task_instances``, ``task_tries``, ``task_xcoms``, ``pools``."""
 
 
 __all__ = ["TasksAggregate"]

@@ -20,6 +20,7 @@ from orchestrator.store.core import models as m
 from orchestrator.store.core.base import StoreBase, lock_runs, record_event
 from orchestrator.store.core.records import Claim, TaskInstanceRecord, TryRecord
 from orchestrator.store.tasks.expansion import collapse_locked
+from orchestrator.store.tasks.xcoms import delete_xcoms_of
 
 log = logging.getLogger(__name__)
 ti = m.task_instances
@@ -332,7 +333,8 @@ class TaskStore(StoreBase):
                         **_NO_DEFERRAL,
                     )
                 ).rowcount
-                if done:
+                if done:  # issue 25: the values its tries pushed go with them
+                    delete_xcoms_of(conn, select(ti.c.id).where(*where))
                     one = t == task_id and map_index is not None
                     cleared.append(f"{t}[{map_index}]" if one else t)
                     if spec.tasks[t].mapped and not one:

@@ -3,6 +3,7 @@ values, and the import error for a parameter nothing gives."""
 
 from __future__ import annotations
 
+import json
 import logging
 from datetime import UTC, datetime
 
@@ -110,10 +111,39 @@ def test_ti_xcom_pull_reads_upstream_results_and_keys():
     assert ti.xcom_pull(task_ids="extract") == {"rows": [1, 2], "total": 2}
     assert ti.xcom_pull(task_ids="extract", key="total") == 2
     assert ti.xcom_pull(task_ids=["extract"]) == [{"rows": [1, 2], "total": 2}]
-    with pytest.raises(KeyError, match="has no upstream task 'other'"):
+    with pytest.raises(LookupError, match="xcom_pull of 'other': no worker to ask here"):
         ti.xcom_pull(task_ids="other")
-    with pytest.raises(NotImplementedError, match="xcom_push is not supported"):
-        ti.xcom_push("k", 1)
+
+
+def test_pulls_beyond_upstream_and_pushes_ask_the_worker_and_upstream_reads_do_not():
+    asked = []
+
+    def ask(kind, request):
+        asked.append((kind, json.loads(request)))
+        if kind == "xcom_pull" and json.loads(request)["task_id"] == "late":
+            return {"error": "task 'late' has not finished yet (state running)"}
+        return {"found": json.dumps([1, 2]) if kind == "xcom_pull" else None}
+
+    ctx = _ctx(ask=ask, max_result_bytes=20)
+    ti = context_values(ctx)["ti"]
+    assert ti.xcom_pull(task_ids="extract", key="total") == 2
+    assert ctx.result("extract") == {"rows": [1, 2], "total": 2}
+    assert asked == []  # upstream results are at hand: nothing asked
+    assert ti.xcom_pull(task_ids="other", map_indexes=[0, 1]) == [1, 2]
+    ti.xcom_push("k", {"a": 1})
+    assert asked == [
+        ("xcom_pull", {"task_id": "other", "key": "return_value", "map_indexes": [0, 1]}),
+        ("xcom_push", {"key": "k", "value": '{"a": 1}'}),
+    ]
+    with pytest.raises(LookupError, match="task 'late' has not finished yet"):
+        ti.xcom_pull(task_ids="late")
+    with pytest.raises(ValueError, match="key 'big': the value is 22 bytes of JSON, over the 20"):
+        ti.xcom_push("big", "x" * 20)
+    with pytest.raises(TypeError, match="task 't': xcom_push key 'd': the value is not JSON"):
+        ti.xcom_push("d", datetime(2026, 1, 1))
+    with pytest.raises(ValueError, match="a key other than 'return_value'"):
+        ti.xcom_push("return_value", 1)
+    assert len(asked) == 3
 
 
 def test_outlet_events_and_triggering_asset_events_by_asset():

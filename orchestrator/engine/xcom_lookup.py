@@ -1,0 +1,46 @@
+"""The worker's side of ``ti.xcom_pull`` / ``ti.xcom_push`` / ``ctx.result`` (issue 25).
+
+A try asks over its channel like a variable lookup (engine/task_secrets.py): the
+message ``(LOOKUP, (ti_id, try_number), pid, kind, request)`` with ``kind`` one of
+:data:`RESULT_KINDS` and ``request`` a JSON object; the worker answers from its store
+(store/tasks/xcoms.py) with ``{"found": json_text}`` or ``{"error": ...}``. Only a try
+that pulls or pushes sends one: nothing is read for the others.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from orchestrator.errors import OrchestratorError
+
+log = logging.getLogger(__name__)
+PULL, PUSH = "xcom_pull", "xcom_push"
+RESULT_KINDS = frozenset({PULL, PUSH})
+
+
+def answer_results(store: Any, max_result_bytes: int, message: tuple) -> dict[str, Any]:
+    """The reply to a results lookup; never raises."""
+    _, tag, _pid, kind, request = message
+    try:
+        ti_id, try_number = tag
+        asked = json.loads(request)
+        if kind == PULL:
+            found = store.pull_result(
+                ti_id, str(asked["task_id"]), str(asked["key"]), asked.get("map_indexes")
+            )
+            return {"found": found}
+        value = asked["value"]
+        if not isinstance(value, str) or len(value.encode()) > max_result_bytes:
+            raise OrchestratorError(
+                f"xcom_push {asked['key']!r}: the value is over the {max_result_bytes}-byte "
+                "limit (max_result_bytes)"
+            )
+        store.push_xcom(ti_id, try_number, str(asked["key"]), value)
+        return {"found": None}
+    except OrchestratorError as exc:
+        return {"error": str(exc)}
+    except Exception as exc:  # noqa: BLE001 - a malformed request or the database's failure
+        log.warning("%s lookup %r failed: %s", kind, request, exc)
+        return {"error": f"cannot {kind.replace('_', ' ')}: {type(exc).__name__}: {exc}"}

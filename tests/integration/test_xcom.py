@@ -1,0 +1,174 @@
+"""Results of any task of the run (issue 25 item 3), on both backends: ``ti.xcom_pull``
+of a task that is not upstream, a pull of an unfinished task, ``ti.xcom_push`` read
+downstream, ``map_indexes``, a template pull in a shell command, an oversized push and
+a clear that removes pushed values."""
+
+from __future__ import annotations
+
+import json
+
+from sqlalchemy import func, select
+
+from orchestrator.store.core import models as m
+from tests.helpers import Harness
+
+PULLS = """
+import os, shlex
+from orchestrator import DAG, task
+
+HERE = os.path.dirname(__file__)
+
+with DAG("pulls", schedule=None) as dag:
+    @task
+    def first():
+        return {"rows": 3}
+
+    @task
+    def middle(ti):
+        ti.xcom_push("note", {"seen": "first"})
+        ti.xcom_push(key="count", value=7)
+        ti.xcom_push("evil", "$(touch " + HERE + "/pwned) `touch " + HERE + "/pwned2`")
+        return "m"
+
+    @task
+    def item(x):
+        return x * 10
+
+    @task
+    def last(ctx, ti):
+        return {
+            "first": ti.xcom_pull(task_ids="first"),
+            "many": ti.xcom_pull(task_ids=["first", "middle"]),
+            "note": ti.xcom_pull(task_ids="middle", key="note"),
+            "count": ctx.result("middle", "count"),
+            "missing_key": ti.xcom_pull(task_ids="middle", key="nothing"),
+            "mapped": ti.xcom_pull(task_ids="item"),
+            "one": ti.xcom_pull(task_ids="item", map_indexes=1),
+            "some": ti.xcom_pull(task_ids="item", map_indexes=[2, 0]),
+            "rows": ctx.result("first", "rows"),
+        }
+
+    shell = dag.shell(
+        "echo",
+        "echo got {{ ti.xcom_pull(task_ids='middle', key='note') }} "
+        "{{ ti.xcom_pull(task_ids='middle', key='evil') }} > " + shlex.quote(HERE + "/echo.out"),
+    )
+
+    mapped = item.expand(x=[1, 2, 3])
+    first() >> middle >> mapped >> last
+    middle >> shell
+"""
+
+
+def test_pull_from_tasks_that_are_not_upstream_pushed_keys_and_map_indexes(
+    harness: Harness, write_dag
+):
+    write_dag("pulls.py", PULLS)
+    assert harness.parse().dags == 1, harness.store.import_errors()
+    run = harness.store.trigger_run("pulls", harness.clock.now())
+    run = harness.run_until_finished(run.run_id)
+    assert run.state == "success", [
+        (t.task_id, t.error) for t in harness.store.task_instances(run.run_id)
+    ]
+    got = json.loads(harness.store.results(run.run_id, ["last"])["last"])
+    assert got == {
+        "first": {"rows": 3},  # not an upstream task of last
+        "many": [{"rows": 3}, "m"],
+        "note": {"seen": "first"},
+        "count": 7,
+        "missing_key": None,
+        "mapped": [10, 20, 30],
+        "one": 20,
+        "some": [30, 10],
+        "rows": 3,  # a key of a dict result
+    }
+
+
+def test_a_template_pull_in_a_shell_command_is_passed_as_data(
+    harness: Harness, write_dag, dags_dir
+):
+    write_dag("pulls.py", PULLS)
+    assert harness.parse().dags == 1, harness.store.import_errors()
+    run = harness.store.trigger_run("pulls", harness.clock.now())
+    harness.run_until_finished(run.run_id)
+    echo = harness.store.task_instance(run.run_id, "echo")
+    assert echo.state == "success", echo.error
+    out = (dags_dir / "echo.out").read_text()
+    assert out.startswith("got {'seen': 'first'} $(touch ")
+    assert not (dags_dir / "pwned").exists() and not (dags_dir / "pwned2").exists()
+
+
+UNFINISHED = """
+from orchestrator import DAG, task
+
+with DAG("early", schedule=None) as dag:
+    @task
+    def early(ti):
+        return ti.xcom_pull(task_ids="later")
+
+    @task
+    def later():
+        return 1
+
+    early >> later
+"""
+
+
+def test_a_pull_of_an_unfinished_task_fails_naming_it_and_its_state(harness: Harness, write_dag):
+    write_dag("early.py", UNFINISHED)
+    assert harness.parse().dags == 1, harness.store.import_errors()
+    run = harness.store.trigger_run("early", harness.clock.now())
+    run = harness.run_until_finished(run.run_id)
+    assert run.state == "failed"
+    early = harness.store.task_instance(run.run_id, "early")
+    assert early.state == "failed"
+    assert "task 'later' has not finished yet (state " in early.error
+    assert "scheduled" in early.error or "none" in early.error
+
+
+OVERSIZED = """
+from orchestrator import DAG, task
+
+with DAG("big", schedule=None) as dag:
+    @task(retries=0)
+    def big(ti):
+        ti.xcom_push("blob", "x" * 70000)
+
+    @task(retries=0)
+    def odd(ti):
+        ti.xcom_push("when", object())
+"""
+
+
+def test_an_oversized_or_non_json_push_fails_naming_task_key_and_size(harness: Harness, write_dag):
+    write_dag("big.py", OVERSIZED)
+    assert harness.parse().dags == 1, harness.store.import_errors()
+    run = harness.store.trigger_run("big", harness.clock.now())
+    harness.run_until_finished(run.run_id)
+    big = harness.store.task_instance(run.run_id, "big")
+    assert big.state == "failed"
+    assert "task 'big': xcom_push key 'blob': the value is 70002 bytes of JSON" in big.error
+    assert "65536-byte limit (max_result_bytes)" in big.error
+    odd = harness.store.task_instance(run.run_id, "odd")
+    assert "task 'odd': xcom_push key 'when': the value is not JSON (object)" in odd.error
+    with harness.store.read() as conn:
+        assert conn.execute(select(func.count()).select_from(m.task_xcoms)).scalar() == 0
+
+
+def test_a_clear_removes_the_pushed_values(harness: Harness, write_dag):
+    write_dag("pulls.py", PULLS)
+    assert harness.parse().dags == 1, harness.store.import_errors()
+    run = harness.store.trigger_run("pulls", harness.clock.now())
+    harness.run_until_finished(run.run_id)
+    middle = harness.store.task_instance(run.run_id, "middle")
+
+    def pushed() -> list[str]:
+        with harness.store.read() as conn:
+            rows = conn.execute(
+                select(m.task_xcoms.c.key).where(m.task_xcoms.c.ti_id == middle.id)
+            ).scalars()
+            return sorted(rows)
+
+    assert pushed() == ["count", "evil", "note"]
+    harness.store.clear_task(run.run_id, "middle", harness.clock.now())
+    assert pushed() == []
