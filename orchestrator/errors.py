@@ -48,3 +48,8 @@ class Skip(Exception):  # noqa: N818 - the name users write (Airflow: AirflowSki
 
 class Fail(Exception):  # noqa: N818 - the name users write (Airflow: AirflowFailException)
     """Raise in a task to fail it now, with no retry whatever retries are left."""
+
+
+class ResultLookupError(OrchestratorError, LookupError):
+    """A try's ``ti.xcom_pull`` / ``xcom_push`` could not be answered (a task not
+    finished yet, a value over ``max_result_bytes``, no worker to ask)."""

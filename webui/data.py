@@ -206,6 +206,7 @@ def rendered_command(
     try_number: int,
     credentials: Any = None,
     ti: Any = None,
+    store: Store | None = None,
 ) -> tuple[str, str]:
     """(rendered command, '') or ('', why it cannot be rendered) for a shell task;
     ``credentials`` give variables and connections, secrets as ``***``; ``ti``: its task
@@ -239,6 +240,7 @@ def rendered_command(
         map_index=map_index,
         timezone=spec.timezone,
         conf=run.conf,
+        ask=_pulls_only(store, ti.id) if store is not None and ti is not None else None,
     )
     try:
         if task.http is not None:
@@ -247,6 +249,25 @@ def rendered_command(
         return render_command(task.command or "", variables), ""
     except OrchestratorError as exc:
         return "", str(exc)
+
+
+def _pulls_only(store: Store, ti_id: int) -> Any:
+    """What ``{{ ti.xcom_pull(...) }}`` reads when the page renders a command: the
+    stored results of the instance's run (a push is refused)."""
+
+    def ask(kind: str, request: str) -> dict[str, Any]:
+        if kind != "xcom_pull":
+            return {"error": "the web UI pushes nothing"}
+        asked = json.loads(request)
+        try:
+            found = store.pull_result(
+                ti_id, asked["task_id"], asked["key"], asked.get("map_indexes")
+            )
+        except OrchestratorError as exc:
+            return {"error": str(exc)}
+        return {"found": found}
+
+    return ask
 
 
 def _request_text(request: Request) -> str:
@@ -288,7 +309,7 @@ def task_page(
     command, command_error = ("", "")
     if task is not None and task.kind in ("shell", "http"):
         command, command_error = rendered_command(
-            spec, run, task_id, ti.try_number, _shown_credentials(store), ti
+            spec, run, task_id, ti.try_number, _shown_credentials(store), ti, store
         )
     reasons: list[Reason] = []
     if task is not None:

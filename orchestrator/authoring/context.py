@@ -15,6 +15,7 @@ from orchestrator.authoring.credentials import (
     read_variable,
 )
 from orchestrator.authoring.template_context import template_variables
+from orchestrator.errors import ResultLookupError
 
 _MISSING: Any = object()
 RETURN_VALUE = "return_value"  # the key of a task's result (Airflow's)
@@ -89,6 +90,8 @@ class TaskContext:
     # issue 25: asks the worker (kind, request) -> reply; results of any task, pushes
     ask: Any = field(default=None, repr=False, compare=False)
     max_result_bytes: int = 65536
+    # the try's masker (secrets in a pushed value are masked, as in its result)
+    mask_value: Any = field(default=None, repr=False, compare=False)
 
     @property
     def ds(self) -> str:
@@ -213,7 +216,9 @@ class TaskContext:
                 f"(got {key!r}): return the task's result instead"
             )
         try:
-            text = json.dumps(value, allow_nan=False)
+            text = json.dumps(
+                value if self.mask_value is None else self.mask_value(value), allow_nan=False
+            )
         except (TypeError, ValueError) as exc:
             raise TypeError(
                 f"task {self.task_id!r}: xcom_push key {key!r}: the value is not JSON "
@@ -229,13 +234,13 @@ class TaskContext:
 
     def _ask(self, kind: str, request: dict[str, Any]) -> Any:
         if self.ask is None:
-            raise LookupError(
+            raise ResultLookupError(
                 f"task {self.task_id!r}: {kind} of {request.get('task_id') or request['key']!r}"
                 ": no worker to ask here (only upstream results are at hand)"
             )
         reply = self.ask(kind, json.dumps(request))
         if "error" in reply:
-            raise LookupError(f"task {self.task_id!r}: {kind}: {reply['error']}")
+            raise ResultLookupError(f"task {self.task_id!r}: {kind}: {reply['error']}")
         return reply.get("found")
 
     def variable(self, name: str, default: Any = _MISSING, deserialize_json: bool = False) -> Any:

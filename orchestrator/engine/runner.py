@@ -318,6 +318,7 @@ def run_try(
         conf=job.get("conf") or {},
         ask=ask,
         max_result_bytes=job["max_result_bytes"],
+        mask_value=masker.mask_value,
     )
     # issue 14: the task's on_execute / on_success hooks (engine/task_hooks.py)
     hook = functools.partial(run_hook, job, ctx, lambda: _dags_of(job["fileloc"], cache), logger)

@@ -4,9 +4,9 @@ nothing, and a rendered command shows secrets as ***."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
-from orchestrator import DAG
+from orchestrator import DAG, task
 from orchestrator.authoring.spec import serialize_dag
 from orchestrator.store.credentials.secret_box import box_of
 
@@ -138,3 +138,24 @@ def test_the_json_api_sets_lists_and_deletes_without_showing_secrets(client, csr
     assert client.post("/api/v1/variables/api_token/delete", headers=headers).status_code == 200
     assert [c["conn_id"] for c in store.list_connections()] == ["warehouse"]
     assert store.list_variables() == []
+
+
+def test_a_rendered_command_shows_pulled_results_or_why_not(client, store):
+    with DAG("pulls", schedule=None) as dag:
+
+        @task
+        def extract(ctx):
+            return None
+
+        dag.shell("echo", "echo {{ ti.xcom_pull(task_ids='extract', key='rows') }}")
+    store.save_dag(serialize_dag(dag), START)
+    run = store.trigger_run("pulls", START)
+    store.start_queued_runs(START)
+    store.release_ready(START)
+    claims = store.claim("worker-1", START + timedelta(seconds=2), timedelta(seconds=30), limit=5)
+    first = next(c for c in claims if c.task_id == "extract")
+    page = client.get(f"/runs/{run.run_id}/tasks/echo").get_data(as_text=True)
+    assert page.count("task &#39;extract&#39; has not finished yet (state running)") == 1
+    store.finish_success(first, '{"rows": 12}', START + timedelta(seconds=9))
+    api = client.get(f"/api/v1/runs/{run.run_id}/tasks/echo").get_json()
+    assert api["rendered_command"] == "echo 12"
