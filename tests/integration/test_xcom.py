@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from datetime import timedelta
 
+import pytest
 from sqlalchemy import func, select
 
 from orchestrator.store.core import models as m
@@ -232,3 +233,35 @@ def test_the_docs_example_runs(harness: Harness, write_dag):  # docs/concepts.md
         "second": 20,
         "both": [[1, 2, 3], [10, 20, 30]],
     }
+
+
+def test_a_push_is_fenced_to_the_running_try_and_a_retry_reads_only_its_own(store, clock):
+    from orchestrator import DAG, task
+    from orchestrator.authoring.spec import serialize_dag
+    from orchestrator.errors import StateError
+
+    with DAG("fenced", schedule=None, default_retries=1) as dag:
+
+        @task
+        def pusher(ctx):
+            return None
+
+    store.save_dag(serialize_dag(dag), clock.now())
+    store.trigger_run("fenced", clock.now())
+    store.start_queued_runs(clock.now())
+    store.release_ready(clock.now())
+    [one] = store.claim("w", clock.now(), timedelta(seconds=30), limit=1)
+    store.push_xcom(one.ti_id, 1, "k", '"try 1"')
+    with pytest.raises(StateError, match="try 2 is no longer running"):
+        store.push_xcom(one.ti_id, 2, "k", '"not mine"')
+    store.finish_failure(one, "boom", 1, clock.now())
+    with pytest.raises(StateError, match="try 1 is no longer running"):
+        store.push_xcom(one.ti_id, 1, "k", '"late"')  # a stale try's push is dropped
+    clock.advance(timedelta(minutes=10))
+    store.release_ready(clock.now())
+    [two] = store.claim("w", clock.now(), timedelta(seconds=30), limit=1)
+    assert two.try_number == 2
+    store.finish_success(two, None, clock.now())
+    # try 2 pushed nothing: try 1's value is not its result
+    assert store.pull_result(two.ti_id, "pusher", "k", None) is None
+    assert store.pull_result(two.ti_id, "pusher", "return_value", None) is None
