@@ -33,6 +33,7 @@ from orchestrator.engine.processor import dag_files
 from orchestrator.engine.runner import _takes_argument
 from orchestrator.engine.secrets_chain import SecretsChain, chain_asker
 from orchestrator.engine.task_secrets import masked_source
+from orchestrator.engine.xcom_lookup import tasks_test_asker
 from orchestrator.errors import ConfigError, Fail, NotFoundError, ParamValidationError, Skip
 from orchestrator.scheduling.mapping import task_sources
 from orchestrator.settings import Settings
@@ -226,6 +227,9 @@ def run_task_test(
         map_index=index,
         timezone=dag.timezone,
         conf=given,  # {{ dag_run.conf }}: the run's conf (--from-run) and --params
+        ask=tasks_test_asker(store, from_run, task_id, logger),  # ti.xcom_pull / push
+        max_result_bytes=settings.max_result_bytes,
+        mask_value=masker.mask_value,
     )
     if kwargs is not None:
         logger.info("map_index %s with %s", index, json.dumps(kwargs, default=str))

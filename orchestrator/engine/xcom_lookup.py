@@ -44,3 +44,27 @@ def answer_results(store: Any, max_result_bytes: int, message: tuple) -> dict[st
     except Exception as exc:  # noqa: BLE001 - a malformed request or the database's failure
         log.warning("%s lookup %r failed: %s", kind, request, exc)
         return {"error": f"cannot {kind.replace('_', ' ')}: {type(exc).__name__}: {exc}"}
+
+
+def tasks_test_asker(store: Any, run_id: str | None, task_id: str, log: logging.Logger) -> Any:
+    """``tasks test``'s answers: pulls read the results of the stored run ``run_id``
+    (``--from-run``; without it there is none to read); pushes are written to the log,
+    never stored (``tasks test`` records nothing)."""
+
+    def ask(kind: str, request: str) -> dict[str, Any]:
+        asked = json.loads(request)
+        if kind == PUSH:
+            log.info("xcom_push %s = %s (tasks test stores nothing)", asked["key"], asked["value"])
+            return {"found": None}
+        if run_id is None or store is None:
+            return {"error": "tasks test reads results of other tasks with --from-run RUN_ID"}
+        try:
+            here = store.task_instance(run_id, task_id)
+            found = store.pull_result(
+                here.id, str(asked["task_id"]), str(asked["key"]), asked.get("map_indexes")
+            )
+        except OrchestratorError as exc:
+            return {"error": f"in run {run_id!r}: {exc}"}
+        return {"found": found}
+
+    return ask

@@ -185,3 +185,48 @@ def test_tasks_test_runs_a_taskflow_call_with_its_references_resolved(cli, capsy
     assert _last_line(capsys.readouterr().out) == '"sum: 9 on 2026-03-01"'
     assert cli("tasks", "test", "flow", "wrong") == 1  # a -> dict task returning a list
     assert "task 'wrong' has multiple_outputs" in capsys.readouterr().out
+
+
+PULLS = """
+from orchestrator import DAG, task
+
+with DAG("pulls", schedule=None) as dag:
+    @task
+    def extract():
+        return {"rows": 4}
+
+    @task
+    def other():
+        return "o"
+
+    @task
+    def report(ti):
+        ti.xcom_push("seen", 1)
+        return [ti.xcom_pull(task_ids="other"), ti.xcom_pull(task_ids="extract", key="rows")]
+
+    extract >> report
+"""
+
+
+def test_tasks_test_pulls_from_the_stored_run_and_stores_no_push(
+    cli, capsys, write_dag, store, settings, clock
+):
+    write_dag("pulls.py", PULLS)
+    assert cli("dags", "parse") == 0
+    run = store.trigger_run("pulls", clock.now())
+    harness = Harness(store, settings, clock)
+    try:
+        harness.run_until_finished(run.run_id)
+    finally:
+        harness.close()
+    capsys.readouterr()
+    before = _bytes(settings)
+    assert cli("tasks", "test", "pulls", "report", "--from-run", run.run_id) == 0
+    out = capsys.readouterr().out
+    assert _last_line(out) == '["o", 4]'  # other is not upstream: read from the run
+    assert "xcom_push seen = 1 (tasks test stores nothing)" in out
+    assert _bytes(settings) == before
+    assert cli("tasks", "test", "pulls", "report", "--upstream-result", 'extract={"rows": 2}') == 1
+    assert "tasks test reads results of other tasks with --from-run RUN_ID" in (
+        capsys.readouterr().out
+    )
