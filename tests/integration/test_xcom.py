@@ -265,3 +265,26 @@ def test_a_push_is_fenced_to_the_running_try_and_a_retry_reads_only_its_own(stor
     # try 2 pushed nothing: try 1's value is not its result
     assert store.pull_result(two.ti_id, "pusher", "k", None) is None
     assert store.pull_result(two.ti_id, "pusher", "return_value", None) is None
+
+
+def test_a_backfill_reset_of_a_run_removes_its_pushed_values(harness: Harness, write_dag):
+    write_dag("pulls.py", PULLS)
+    assert harness.parse().dags == 1, harness.store.import_errors()
+    when = harness.clock.now()
+
+    def backfill(**kw) -> dict[str, int]:
+        fire = [(when, (when, when))]
+        return harness.store.create_backfill(
+            "pulls", fire, harness.clock.now(), start=when, end=when, max_active_runs=1, **kw
+        )[1]
+
+    def count() -> int:
+        with harness.store.read() as conn:
+            return conn.execute(select(func.count()).select_from(m.task_xcoms)).scalar()
+
+    assert backfill()["created"] == 1
+    [run] = harness.store.list_runs("pulls")
+    assert harness.run_until_finished(run.run_id).state == "success"
+    assert count() == 3
+    assert backfill(reset=True)["cleared"] == 1
+    assert count() == 0
