@@ -420,14 +420,21 @@ def run_try(
         if wrong is not None:
             return _failure(logger, wrong, None)
         if value is not None:
+            # issue 25: the errors name the task and the key (its result's: return_value)
+            where = f"task {ctx.task_id!r} key 'return_value'"
             try:
                 result = json.dumps(masker.mask_value(value))
             except (TypeError, ValueError) as exc:
-                return _failure(logger, f"return value is not JSON-serialisable: {exc}", None)
+                return _failure(
+                    logger,
+                    f"{where}: return value is not JSON-serialisable "
+                    f"({type(value).__name__}): {exc}",
+                    None,
+                )
             if len(result.encode()) > job["max_result_bytes"]:
                 return _failure(
                     logger,
-                    f"return value is {len(result.encode())} bytes of JSON, over the "
+                    f"{where}: return value is {len(result.encode())} bytes of JSON, over the "
                     f"{job['max_result_bytes']}-byte limit (max_result_bytes)",
                     None,
                 )

@@ -180,7 +180,8 @@ def run_in_python_env(
     if result is not None and len(result.encode()) > job["max_result_bytes"]:
         return _failure(
             logger,
-            f"return value is {len(result.encode())} bytes of JSON, over the "
+            f"task {job['task_id']!r} key 'return_value': return value is "
+            f"{len(result.encode())} bytes of JSON, over the "
             f"{job['max_result_bytes']}-byte limit (max_result_bytes)",
         )
     logger.info("succeeded")

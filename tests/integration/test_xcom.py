@@ -288,3 +288,30 @@ def test_a_backfill_reset_of_a_run_removes_its_pushed_values(harness: Harness, w
     assert count() == 3
     assert backfill(reset=True)["cleared"] == 1
     assert count() == 0
+
+
+RESULTS = """
+from orchestrator import DAG, task
+
+with DAG("returns", schedule=None) as dag:
+    @task(retries=0)
+    def huge():
+        return "x" * 70000
+
+    @task(retries=0)
+    def odd():
+        return {1, 2}
+"""
+
+
+def test_an_oversized_or_non_json_result_names_the_task_the_key_and_the_size(
+    harness: Harness, write_dag
+):
+    write_dag("returns.py", RESULTS)
+    assert harness.parse().dags == 1, harness.store.import_errors()
+    run = harness.store.trigger_run("returns", harness.clock.now())
+    harness.run_until_finished(run.run_id)
+    huge = harness.store.task_instance(run.run_id, "huge").error
+    assert "task 'huge' key 'return_value': return value is 70002 bytes of JSON" in huge
+    odd = harness.store.task_instance(run.run_id, "odd").error
+    assert "task 'odd' key 'return_value': return value is not JSON-serialisable (set)" in odd
