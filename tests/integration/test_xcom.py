@@ -315,3 +315,33 @@ def test_an_oversized_or_non_json_result_names_the_task_the_key_and_the_size(
     assert "task 'huge' key 'return_value': return value is 70002 bytes of JSON" in huge
     odd = harness.store.task_instance(run.run_id, "odd").error
     assert "task 'odd' key 'return_value': return value is not JSON-serialisable (set)" in odd
+
+
+MAPPED_PUSH = """
+from orchestrator import DAG, task
+
+with DAG("mapped_push", schedule=None) as dag:
+    @task
+    def square(x, ti):
+        ti.xcom_push("sq", x * x)
+        return x
+
+    @task
+    def after(ti):
+        return [
+            ti.xcom_pull(task_ids="square", key="sq"),
+            ti.xcom_pull(task_ids="square", key="sq", map_indexes=[2, 0]),
+            ti.xcom_pull(task_ids="square", key="sq", map_indexes=1),
+        ]
+
+    square.expand(x=[1, 2, 3]) >> after
+"""
+
+
+def test_mapped_instances_push_and_a_pull_picks_them_by_map_index(harness: Harness, write_dag):
+    write_dag("mapped_push.py", MAPPED_PUSH)
+    assert harness.parse().dags == 1, harness.store.import_errors()
+    run = harness.store.trigger_run("mapped_push", harness.clock.now())
+    assert harness.run_until_finished(run.run_id).state == "success"
+    got = json.loads(harness.store.results(run.run_id, ["after"])["after"])
+    assert got == [[1, 4, 9], [9, 1], 4]
