@@ -31,6 +31,7 @@ from orchestrator.authoring.context import TaskContext
 from orchestrator.authoring.http_request import render_json
 from orchestrator.authoring.spec import DagSpec, TaskSpec
 from orchestrator.engine.tasklog import CappedLog
+from orchestrator.engine.xcom_lookup import pull_asker
 from orchestrator.store import Store
 from orchestrator.store.assets.cross_dag import TriggerDepthError, triggered_run_id
 from orchestrator.store.core.records import Claim
@@ -92,7 +93,7 @@ def _stamp(now: datetime) -> str:
     return now.strftime("%Y-%m-%d %H:%M:%S,") + f"{now.microsecond // 1000:03d}"
 
 
-def _context(claim: Claim, spec: DagSpec) -> TaskContext:
+def _context(claim: Claim, spec: DagSpec, store: Store) -> TaskContext:
     params = {**spec.params, **claim.conf}
     return TaskContext(
         dag_id=claim.dag_id,
@@ -109,11 +110,12 @@ def _context(claim: Claim, spec: DagSpec) -> TaskContext:
         _results={},
         timezone=spec.timezone,
         conf=claim.conf,
+        ask=pull_asker(store, claim.ti_id),  # {{ ti.xcom_pull(...) }} in its arguments
     )
 
 
 def _file(store: Store, claim: Claim, spec: DagSpec, check: dict, now: datetime) -> Outcome:
-    variables = _context(claim, spec).template_vars(spec.timezone)
+    variables = _context(claim, spec, store).template_vars(spec.timezone)
     pattern = _template(check["filepath"]).render(variables)
     if not os.path.isabs(pattern):
         pattern = os.path.join(os.path.dirname(spec.fileloc), pattern)
@@ -184,7 +186,9 @@ def _external(store: Store, claim: Claim, spec: DagSpec, check: dict, now: datet
 def _trigger(store: Store, claim: Claim, spec: DagSpec, check: dict, now: datetime) -> Outcome:
     target = check["trigger_dag_id"]
     # issue 25: the conf's strings are templates ("{{ ds }}" keeps its JSON type alone)
-    conf = render_json(check.get("conf") or {}, _context(claim, spec).template_vars(spec.timezone))
+    conf = render_json(
+        check.get("conf") or {}, _context(claim, spec, store).template_vars(spec.timezone)
+    )
     run_id = triggered_run_id(target, claim.logical_date, claim.dag_id, claim.run_id,
                               claim.task_id)  # fmt: skip
     try:

@@ -68,3 +68,22 @@ def tasks_test_asker(store: Any, run_id: str | None, task_id: str, log: logging.
         return {"found": found}
 
     return ask
+
+
+def pull_asker(store: Any, ti_id: int) -> Any:
+    """Pulls for templates the worker renders itself (built-in sensors' arguments): the
+    results of instance ``ti_id``'s run, straight from ``store``; a push is refused."""
+
+    def ask(kind: str, request: str) -> dict[str, Any]:
+        if kind != PULL:
+            return {"error": "a built-in sensor pushes nothing"}
+        asked = json.loads(request)
+        try:
+            found = store.pull_result(
+                ti_id, str(asked["task_id"]), str(asked["key"]), asked.get("map_indexes")
+            )
+        except OrchestratorError as exc:
+            return {"error": str(exc)}
+        return {"found": found}
+
+    return ask

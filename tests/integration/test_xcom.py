@@ -6,7 +6,9 @@ a clear that removes pushed values."""
 from __future__ import annotations
 
 import json
+import os
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from sqlalchemy import func, select
@@ -345,3 +347,43 @@ def test_mapped_instances_push_and_a_pull_picks_them_by_map_index(harness: Harne
     assert harness.run_until_finished(run.run_id).state == "success"
     got = json.loads(harness.store.results(run.run_id, ["after"])["after"])
     assert got == [[1, 4, 9], [9, 1], 4]
+
+
+def test_a_file_sensor_pulls_its_path_from_a_task_that_is_not_upstream(
+    harness: Harness, write_dag, tmp_path
+):
+    landed = tmp_path / "landed.csv"
+    landed.write_text("1,2\n")
+    old = harness.clock.now().timestamp() - 10  # older than the fake clock's now
+    os.utime(landed, (old, old))
+    write_dag(
+        "sense.py",
+        f"""
+from orchestrator import DAG, task
+from orchestrator.sensors import file_sensor
+
+with DAG("sense", schedule=None) as dag:
+    @task
+    def where():
+        return {str(landed)!r}
+
+    @task
+    def noop():
+        return None
+
+    where() >> noop
+    sensor = file_sensor("landed", "{{{{ ti.xcom_pull(task_ids='where') }}}}", poke_interval=30)
+    noop >> sensor
+""",
+    )
+    assert harness.parse().dags == 1, harness.store.import_errors()
+    run = harness.store.trigger_run("sense", harness.clock.now())
+    for _ in range(5):
+        harness.tick()
+        harness.worker.run_until_idle()
+        harness.tick()
+    sensor = harness.store.task_instance(run.run_id, "landed")
+    [t] = harness.store.tries(run.run_id, "landed")
+    log = Path(harness.settings.log_dir, t.log_path).read_text()
+    assert sensor.state == "success", (sensor.state, log)
+    assert json.loads(harness.store.results(run.run_id, ["landed"])["landed"]) == [str(landed)]
