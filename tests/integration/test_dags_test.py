@@ -240,3 +240,36 @@ def test_the_store_is_not_opened_when_no_task_reads_a_variable(cli, capsys, writ
     assert "run plain__manual__" in capsys.readouterr().out
     if path is not None:
         assert not os.path.exists(path)
+
+
+PULLS = """
+from orchestrator import DAG, task
+
+with DAG("pulls", schedule=None) as dag:
+    @task
+    def first(ti):
+        ti.xcom_push("note", "pushed")
+        return 5
+
+    @task
+    def middle():
+        return None
+
+    @task
+    def last(ti):
+        return [ti.xcom_pull(task_ids="first"), ti.xcom_pull(task_ids="first", key="note")]
+
+    first >> middle >> last
+"""
+
+
+def test_dags_test_pulls_and_pushes_on_its_throwaway_store(cli, capsys, write_dag, settings):
+    write_dag("pulls.py", PULLS)
+    assert cli("dags", "parse") == 0
+    before = _snapshot(settings)
+    from orchestrator.engine.tasktest import find_dag
+
+    result = find_dag(settings, "pulls").test(settings=settings)
+    assert result.state == "success"
+    assert result.task("last").result == [5, "pushed"]  # first is not last's upstream
+    assert _snapshot(settings) == before
