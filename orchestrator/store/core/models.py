@@ -287,7 +287,7 @@ task_tries = Table(
     UniqueConstraint("ti_id", "try_number"),
 )
 
-# issue 25 (0031): values a try pushed (``ti.xcom_push(key, value)``), JSON text; a pull
+# issue 25 (0032): values a try pushed (``ti.xcom_push(key, value)``), JSON text; a pull
 # reads only the rows of the instance's current try (an earlier try's pushes are not its);
 # deleted with the instance (cascade), when it is cleared and by retention
 task_xcoms = Table(
