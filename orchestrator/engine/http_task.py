@@ -147,12 +147,15 @@ def _exchange(request: Any, timeout: float, limit: int) -> tuple[Any, bytes, boo
     thread.start()
     finished = done.wait(max(deadline - time.monotonic(), 0.0))
     if not finished or box.get("late"):
+        # read before the shutdown: a connection cut in the headers reads as their end,
+        # and the request can then come back with a "response" a moment later
+        had_response = "response" in box
         _abort(box.get("response"))
         for sock in sockets:  # before the headers came there is no response to abort
             with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
         session.close()
-        if "response" not in box:
+        if not had_response:
             return f"no response within {timeout:g} s (timeout)"
         return f"no complete response within {timeout:g} s (timeout: the body was still coming)"
     session.close()
