@@ -130,6 +130,7 @@ def measure(url: str | None, workdir: str, dags: int, runs: int, verbose: bool =
         ORCHESTRATOR_STATE_DIR=os.path.join(workdir, "state"),
         ORCHESTRATOR_DAGS_FOLDER=folder,
         ORCHESTRATOR_DATABASE_URL=url,
+        ORCHESTRATOR_ALLOW_ROOT_TASKS="1",  # its own no-op tasks, run as root (issue 24)
     )
     port = free_port()
     log = open(os.path.join(workdir, "standalone.log"), "w+", encoding="utf-8")  # noqa: SIM115

@@ -36,6 +36,8 @@ class ProcessEngine:
             ORCHESTRATOR_STATE_DIR=settings.state_dir,
             ORCHESTRATOR_WORKER_CONCURRENCY=str(concurrency),
             ORCHESTRATOR_PARSE_TIMEOUT="120",
+            # the bench's own no-op tasks, on machines where it runs as root (issue 24)
+            ORCHESTRATOR_ALLOW_ROOT_TASKS="1",
         )
         self.env = env
         self.procs: list[subprocess.Popen] = []
