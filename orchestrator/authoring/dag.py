@@ -36,7 +36,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import networkx as nx
 
-from orchestrator.authoring import setup_teardown, task_controls, taskflow
+from orchestrator.authoring import map_index_template, setup_teardown, task_controls, taskflow
 from orchestrator.authoring.alerts import alert_options
 from orchestrator.authoring.assets import (  # Asset... re-exported: orchestrator's names
     Asset,  # noqa: F401
@@ -360,6 +360,7 @@ class DAG:
             cycle = nx.find_cycle(graph)
         except nx.NetworkXNoCycle:
             setup_teardown.check_dag(self)  # issue 25
+            map_index_template.check_dag(self)  # issue 25 item 7
             check_dag_templates(self)  # issue 25: every name a template uses exists
             return
         path = " -> ".join([edge[0] for edge in cycle] + [cycle[0][0]])

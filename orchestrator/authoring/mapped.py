@@ -113,13 +113,20 @@ def _check_mappable(task: Any, where: Where) -> None:
 
 
 def _ref(task: Any, arg: str, source: Any, kind: str, where: Where) -> tuple[dict, Any]:
-    name = task.task_id
+    return source_ref(f"task {task.task_id!r}", task.dag, arg, source, kind, where, task)
+
+
+def source_ref(
+    name: str, dag: Any, arg: str, source: Any, kind: str, where: Where, itself: Any = None
+) -> tuple[dict, Any]:
+    """The stored form of one source of ``expand(arg=source)`` of ``name`` (a task or a
+    mapped task group, issue 25 item 7) and the upstream task it makes (or None)."""
     if isinstance(source, ParamRef):
-        if source.name not in task.dag.params:
-            declared = ", ".join(sorted(task.dag.params)) or "none"
+        if source.name not in dag.params:
+            declared = ", ".join(sorted(dag.params)) or "none"
             raise _fail(
-                f"task {name!r}: expand over param {source.name!r}, which DAG "
-                f"{task.dag.dag_id!r} does not declare (params: {declared})",
+                f"{name}: expand over param {source.name!r}, which DAG "
+                f"{dag.dag_id!r} does not declare (params: {declared})",
                 where,
             )
         return {"param": source.name}, None
@@ -129,7 +136,7 @@ def _ref(task: Any, arg: str, source: Any, kind: str, where: Where) -> tuple[dic
             json.dumps(values)
         except (TypeError, ValueError) as exc:
             raise _fail(
-                f"task {name!r}: the literal list of {arg!r} must be JSON-serialisable: {exc}",
+                f"{name}: the literal list of {arg!r} must be JSON-serialisable: {exc}",
                 where,
             ) from None
         return {"literal": values}, None
@@ -137,18 +144,17 @@ def _ref(task: Any, arg: str, source: Any, kind: str, where: Where) -> tuple[dic
     if isinstance(source, XComArg):  # issue 25: expand(x=extract()) or x=extract()["key"]
         source, keys = source.task, source.keys
     if hasattr(source, "task_id") and hasattr(source, "upstream_ids") and hasattr(source, "dag"):
-        if source.dag is not task.dag:
+        if source.dag is not dag:
             raise _fail(
-                f"task {name!r}: cannot expand over task {source.task_id!r} of DAG "
-                f"{source.dag.dag_id!r}",
+                f"{name}: cannot expand over task {source.task_id!r} of DAG {source.dag.dag_id!r}",
                 where,
             )
-        if source is task:
-            raise _fail(f"task {name!r} cannot be expanded over its own result", where)
+        if source is itself:
+            raise _fail(f"{name} cannot be expanded over its own result", where)
         return ({"task": source.task_id} | ({"key": list(keys)} if keys else {})), source
     what = "expand_kwargs()" if kind == "expand_kwargs" else f"expand({arg}=...)"
     raise _fail(
-        f"task {name!r}: {what} needs an upstream task, a list or dag.param(...), "
+        f"{name}: {what} needs an upstream task, a list or dag.param(...), "
         f"got {type(source).__name__} {repr(source)[:60]}",
         where,
     )

@@ -84,6 +84,11 @@ def serialize_dag(dag: DAG) -> dict[str, Any]:
                 **({"python_env": t.python_env} if getattr(t, "python_env", None) else {}),
                 **({"outlets": [o.uri for o in t.outlets]} if t.outlets else {}),  # issue 15
                 **({"mapping": t.mapping} if t.mapping is not None else {}),
+                **(
+                    {"map_index_template": t.map_index_template}
+                    if getattr(t, "map_index_template", None)
+                    else {}
+                ),
                 **({"sensor": t.sensor} if t.sensor is not None else {}),  # issue 15
                 **({"check": t.check} if t.check is not None else {}),
                 **serialized(t.alerts, t.callbacks),
@@ -253,6 +258,8 @@ class TaskSpec:
     user_templates: bool = False
     # issue 25: upstream tasks this task reads only some keys of (authoring/taskflow.py)
     result_keys: dict[str, list[str]] = field(default_factory=dict)
+    # issue 25 item 7: the name of each instance of a mapped task (map_index_template.py)
+    map_index_template: str | None = None
 
     @property
     def mapped(self) -> bool:
@@ -374,6 +381,37 @@ class DagSpec:
         """The ids of the DAG's mapped tasks (one instance per map item)."""
         return frozenset(t.task_id for t in self.tasks.values() if t.mapping is not None)
 
+    @cached_property
+    def mapped_groups(self) -> dict[str, tuple[str, ...]]:
+        """Each mapped task group (issue 25 item 7) and its tasks' ids."""
+        out: dict[str, list[str]] = {}
+        for t in self.tasks.values():
+            if t.mapping is not None and "group" in t.mapping:
+                out.setdefault(t.mapping["group"], []).append(t.task_id)
+        return {g: tuple(sorted(ids)) for g, ids in out.items()}
+
+    def group_members(self, group: str) -> tuple[str, ...]:
+        return self.mapped_groups.get(group, ())
+
+    def mapped_group_of(self, task_id: str) -> str | None:
+        """The mapped task group ``task_id`` is in (None: not in one)."""
+        mapping = self.tasks[task_id].mapping
+        return mapping.get("group") if mapping else None
+
+    def same_instance_upstream(self, task_id: str) -> frozenset[str]:
+        """The upstream tasks of ``task_id`` in its own mapped task group: instance i
+        waits for their instance i only (empty outside a mapped group)."""
+        return self._same_instance.get(task_id, frozenset())
+
+    @cached_property
+    def _same_instance(self) -> dict[str, frozenset[str]]:
+        out = {}
+        for ids in self.mapped_groups.values():
+            members = set(ids)
+            for t in ids:
+                out[t] = frozenset(u for u in self.tasks[t].upstream if u in members)
+        return out
+
     def has_mapped_upstream(self, task_id: str) -> bool:
         return any(u in self.mapped_tasks for u in self.tasks[task_id].upstream)
 
@@ -450,6 +488,7 @@ class DagSpec:
                 env_files=t.get("env_files") or {},
                 user_templates=t.get("user_templates", False),
                 result_keys=t.get("result_keys") or {},
+                map_index_template=t.get("map_index_template"),
             )
         return cls(
             dag_id=data["dag_id"],

@@ -33,7 +33,10 @@ from typing import Any
 
 from orchestrator.authoring import dag as dag_module
 from orchestrator.authoring.dag import DAG, Task
+from orchestrator.authoring.mapped_group import mapped_group
+from orchestrator.authoring.where import caller as _caller
 from orchestrator.authoring.wiring import Wiring
+from orchestrator.scheduling.mapping import KWARGS
 
 _open = dag_module._groups  # the groups being built, innermost last (Task reads it)
 
@@ -62,6 +65,7 @@ class TaskGroup(Wiring):
         self.group_id = group_id
         self.path = f"{self.parent.path}.{group_id}" if self.parent else group_id
         self.tooltip = tooltip
+        self.mapping: dict[str, Any] | None = None  # a mapped group's sources (issue 25)
         groups = owner.task_groups
         first = groups.get(self.path)
         if first is not None:
@@ -163,19 +167,78 @@ def task_group(
 ) -> Any:
     """``@task_group``: calling the function builds its tasks inside a new group.
 
-    The group is named after the function unless ``group_id=`` says otherwise; the
-    call returns the :class:`TaskGroup`, so ``clean() >> load`` wires it, or, as in
-    Airflow, what the function returns when that is not None (issue 25: a reference,
-    ``load(clean(extract()))``, or a task).
+    The group is named after the function unless ``group_id=`` says otherwise; a
+    second call gives ``name__1``, ``name__2``... as in Airflow. The call returns the
+    :class:`TaskGroup`, so ``clean() >> load`` wires it, or, as in Airflow, what the
+    function returns when that is not None (issue 25: a reference,
+    ``load(clean(extract()))``, or a task). ``.expand(...)``, ``.partial(...)`` and
+    ``.expand_kwargs(...)`` map the group: one group instance per item
+    (:mod:`orchestrator.authoring.mapped_group`)::
+
+        @task_group
+        def per_file(path):
+            load(clean(path))
+
+        per_file.expand(path=["a.csv", "b.csv"])
     """
 
-    def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
-        @functools.wraps(func)
-        def build(*args: Any, **kwargs: Any) -> Any:
-            with TaskGroup(group_id or func.__name__, tooltip=tooltip) as group:
-                value = func(*args, **kwargs)
-            return group if value is None else value
-
-        return build
+    def decorate(func: Callable[..., Any]) -> GroupFunction:
+        return GroupFunction(func, group_id or func.__name__, tooltip)
 
     return decorate(fn) if fn is not None else decorate
+
+
+class GroupFunction:
+    """A ``@task_group`` function: call it to build the group, or map it."""
+
+    def __init__(self, func: Callable[..., Any], group_id: str, tooltip: str) -> None:
+        functools.update_wrapper(self, func)
+        self.function = func
+        self.group_id = group_id
+        self.tooltip = tooltip
+
+    def _open(self, dag: DAG | None = None) -> TaskGroup:
+        owner = dag or (dag_module._active[-1] if dag_module._active else None)
+        name = self.group_id
+        if owner is not None:  # Airflow's add_suffix_on_collision: tg, tg__1, tg__2...
+            parent = dag_module._current_group(owner)
+            taken = set(owner.task_groups) | set(owner.tasks)
+            n = 0
+            while (f"{parent.path}.{name}" if parent else name) in taken:
+                n += 1
+                name = f"{self.group_id}__{n}"
+        return TaskGroup(name, dag=owner, tooltip=self.tooltip)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        with self._open() as group:
+            value = self.function(*args, **kwargs)
+        return group if value is None else value
+
+    def partial(self, **fixed: Any) -> _PartialGroup:
+        """Fix some arguments of a group to be mapped: ``g.partial(a=1).expand(b=src)``."""
+        return _PartialGroup(self, fixed)
+
+    def expand(self, **sources: Any) -> Any:
+        """One group instance per item of ``sources`` (their cross product)."""
+        return mapped_group(self._open, self.function, "expand", sources, {}, _caller())
+
+    def expand_kwargs(self, source: Any) -> Any:
+        """One group instance per dict of the list ``source`` (its keys: the arguments)."""
+        return mapped_group(
+            self._open, self.function, "expand_kwargs", {KWARGS: source}, {}, _caller()
+        )
+
+
+class _PartialGroup:
+    def __init__(self, factory: GroupFunction, fixed: dict[str, Any]) -> None:
+        self._factory = factory
+        self._fixed = fixed
+
+    def expand(self, **sources: Any) -> Any:
+        f = self._factory
+        return mapped_group(f._open, f.function, "expand", sources, self._fixed, _caller())
+
+    def expand_kwargs(self, source: Any) -> Any:
+        f = self._factory
+        sources = {KWARGS: source}
+        return mapped_group(f._open, f.function, "expand_kwargs", sources, self._fixed, _caller())

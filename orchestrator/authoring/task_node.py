@@ -17,6 +17,7 @@ from orchestrator.authoring import setup_teardown, task_controls, taskflow
 from orchestrator.authoring.alerts import alert_options
 from orchestrator.authoring.assets import outlet_list
 from orchestrator.authoring.building import _current_group
+from orchestrator.authoring.map_index_template import option as map_index_template_option
 from orchestrator.authoring.mapped import Partial, check_partial, declare
 from orchestrator.authoring.option_checks import _as_timedelta, _check_id, _lost_bound, _or_default
 from orchestrator.authoring.python_env import function_source
@@ -83,6 +84,7 @@ class Task(Wiring):
         # issue 25: a dict result's keys are its outputs (None: from a -> dict annotation)
         multiple_outputs: bool | None = None,
         owner: str | None = None,  # issue 25: Airflow's owner (default_args' usually)
+        map_index_template: str | None = None,  # issue 25 item 7: instances' names
         where: tuple[str | None, int | None] | None = None,
     ) -> None:
         where = where or _caller()
@@ -92,6 +94,7 @@ class Task(Wiring):
         if owner is not None and (not isinstance(owner, str) or not owner.strip()):
             raise _fail(f"task {task_id!r}: owner must be a non-empty string", where)
         self.owner = owner
+        self.map_index_template = map_index_template_option(task_id, map_index_template, where)
         # issue 15: the assets each successful try records an event for
         self.outlets = outlet_list(outlets, task_id, where)
         group = _current_group(dag)  # issue 14: inside a TaskGroup the id is "group.id"

@@ -44,7 +44,14 @@ from orchestrator.authoring.building import _active, _current_group, _loading
 from orchestrator.authoring.context_names import CONTEXT_NAMES, context_values
 from orchestrator.authoring.where import Where
 from orchestrator.authoring.where import definition_error as _fail
-from orchestrator.authoring.xcom_arg import MARKER, XComArg, check_same_dag, resolve, spec_form
+from orchestrator.authoring.xcom_arg import (
+    MARKER,
+    XComArg,
+    check_same_dag,
+    mapped_arguments,
+    resolve,
+    spec_form,
+)
 
 CONTEXT_PARAMETER = "ctx"  # a first parameter of this name receives the task context
 
@@ -101,6 +108,14 @@ def copy_of(task: Any, where: Where) -> Any:
 def bind(task: Any, args: tuple[Any, ...], kwargs: dict[str, Any], where: Where) -> None:
     """Check the call against the function's signature, store it, add the edges."""
     refs = check_same_dag(task, (args, kwargs), where)
+    for arg in mapped_arguments((args, kwargs)):  # issue 25 item 7
+        if task.group != arg.group and not (task.group or "").startswith(arg.group + "."):
+            raise _fail(
+                f"task {task.task_id!r} is given {arg._name()}, an argument of mapped task "
+                f"group {arg.group!r}, outside that group: only the group's tasks get its "
+                "items (downstream, take the result of a task of the group)",
+                where,
+            )
     ctx_first = False
     try:
         signature = inspect.signature(task.fn)
@@ -172,6 +187,8 @@ def _plan(task: Any) -> None:
     params = list(signature.parameters.values())
     given = set(task.bound_names)
     mapping = task.mapping
+    if mapping is not None and "group" in mapping:  # its group's items are not its arguments
+        mapping = None
     if mapping is not None:
         given |= set(mapping.get("partial") or {})
         given |= {str(name) for name, _ in mapping["args"] if mapping["kind"] == "expand"}
@@ -310,9 +327,16 @@ def output_error(task: Any, value: Any) -> str | None:
 
 
 # -- run time ------------------------------------------------------------------------------
-def invoke(task: Any, ctx: Any, map_kwargs: dict[str, Any] | None, takes_argument: Any) -> Any:
+def invoke(
+    task: Any,
+    ctx: Any,
+    map_kwargs: dict[str, Any] | None,
+    takes_argument: Any,
+    item: dict[str, Any] | None = None,
+) -> Any:
     """Call ``task``'s function for one try: its call's arguments and a mapped
-    instance's arguments with every reference replaced by the upstream result."""
+    instance's arguments with every reference replaced by the upstream result, and
+    every mapped task group argument by its value in the group instance's ``item``."""
     cache: dict[str, Any] = {}
 
     def result_of(upstream: str) -> Any:
@@ -320,8 +344,8 @@ def invoke(task: Any, ctx: Any, map_kwargs: dict[str, Any] | None, takes_argumen
             cache[upstream] = ctx.upstream(upstream)
         return cache[upstream]
 
-    args = resolve(task.call_args, result_of, task.task_id, ctx.params)
-    kwargs = resolve(task.call_kwargs, result_of, task.task_id, ctx.params)
+    args = resolve(task.call_args, result_of, task.task_id, ctx.params, item)
+    kwargs = resolve(task.call_kwargs, result_of, task.task_id, ctx.params, item)
     mapped = map_kwargs is not None
     if mapped:
         kwargs.update(resolve(map_kwargs, result_of, task.task_id, ctx.params))

@@ -37,6 +37,8 @@ from orchestrator.authoring.wiring import Wiring
 
 MARKER = "__xcomarg__"  # a reference's JSON form: {"__xcomarg__": task_id, "key": [...]}
 PARAM_MARKER = "__param__"  # a param's: {"__param__": name}
+# a mapped task group's argument (issue 25 item 7): {"__mapped_arg__": name, "key": [...]}
+MAPPED_MARKER = "__mapped_arg__"
 
 
 class _NoValueYet:
@@ -83,6 +85,55 @@ class ParamRef(_NoValueYet):
             "template)",
             _caller(),
         )
+
+
+class MappedArgument(_NoValueYet):
+    """An argument of a mapped task group's function (Airflow's ``MappedArgument``):
+    each group instance's item, given to the tasks the function calls::
+
+        @task_group
+        def per_file(path):
+            load(clean(path))            # clean[i] gets item i's path
+
+        per_file.expand(path=list_files())
+
+    Like a reference it has no value while the file is parsed; a task of the group
+    receives its instance's value (``arg["key"]`` one key of it)."""
+
+    def __init__(self, group: str, name: str, keys: tuple[str, ...] = ()) -> None:
+        self.group = group
+        self.name = name
+        self.keys = keys
+
+    def __getitem__(self, key: Any) -> MappedArgument:
+        if not isinstance(key, str):
+            raise _fail(f"{self._name()}[{key!r}]: an item's key is a string", _caller())
+        return MappedArgument(self.group, self.name, (*self.keys, key))
+
+    def _name(self) -> str:
+        return self.name + "".join(f"[{k!r}]" for k in self.keys)
+
+    def _refuse(self, what: str) -> NoReturn:
+        raise _fail(
+            f"argument {self._name()} of mapped task group {self.group!r} has a value only "
+            f"in each group instance, so it cannot be {what} while the DAG file is parsed: "
+            "pass it to a task of the group as an argument and use the value inside it",
+            _caller(),
+        )
+
+    def __repr__(self) -> str:
+        return f"<MappedArgument {self.group}.{self._name()}>"
+
+
+def mapped_arguments(value: Any) -> list[MappedArgument]:
+    """Every mapped task group argument inside ``value`` (lists, tuples, dicts)."""
+    if isinstance(value, MappedArgument):
+        return [value]
+    if isinstance(value, list | tuple | set | frozenset):
+        return [r for item in value for r in mapped_arguments(item)]
+    if isinstance(value, dict):
+        return [r for v in value.values() for r in mapped_arguments(v)]
+    return []
 
 
 class XComArg(_NoValueYet, Wiring):
@@ -181,6 +232,8 @@ def spec_form(value: Any, *, strict: bool = False) -> Any:
         return {MARKER: ref.task.task_id, "key": list(ref.keys)}
     if isinstance(value, ParamRef):
         return {PARAM_MARKER: value.name}
+    if isinstance(value, MappedArgument):
+        return {MAPPED_MARKER: value.name, "key": list(value.keys)}
     if isinstance(value, list | tuple):
         return [spec_form(v, strict=strict) for v in value]
     if isinstance(value, dict):
@@ -195,15 +248,25 @@ def spec_form(value: Any, *, strict: bool = False) -> Any:
 
 
 def resolve(
-    value: Any, result_of: Callable[[str], Any], task_id: str, params: dict | None = None
+    value: Any,
+    result_of: Callable[[str], Any],
+    task_id: str,
+    params: dict | None = None,
+    item: dict | None = None,
 ) -> Any:
     """``value`` with every reference replaced by its result, read with
-    ``result_of(upstream_task_id)``, and every param by its value in ``params``; a
-    missing key fails naming both tasks and the key. Accepts the live objects of the
-    DAG file and the spec's JSON form alike."""
+    ``result_of(upstream_task_id)``, every param by its value in ``params`` and every
+    mapped task group argument by its value in the group instance's ``item``; a missing
+    key fails naming both tasks and the key. Accepts the live objects of the DAG file
+    and the spec's JSON form alike."""
 
     def again(v: Any) -> Any:
-        return resolve(v, result_of, task_id, params)
+        return resolve(v, result_of, task_id, params, item)
+
+    if isinstance(value, MappedArgument):
+        return _item_value(item, value.name, value.keys, task_id)
+    if isinstance(value, dict) and MAPPED_MARKER in value and set(value) <= {MAPPED_MARKER, "key"}:
+        return _item_value(item, value[MAPPED_MARKER], tuple(value.get("key") or ()), task_id)
 
     ref = as_reference(value)
     if ref is not None:
@@ -241,3 +304,14 @@ def pick(result: Any, upstream: str, keys: tuple[str, ...], task_id: str) -> Any
             )
         result = result[key]
     return result
+
+
+def _item_value(item: dict | None, name: str, keys: tuple[str, ...], task_id: str) -> Any:
+    """A mapped task group argument's value in this instance's item (issue 25 item 7)."""
+    if item is None or name not in item:
+        known = ", ".join(map(repr, sorted(item or {}))) or "none"
+        raise KeyError(
+            f"task {task_id!r}: the mapped task group's item has no argument {name!r} "
+            f"(its keys: {known})"
+        )
+    return pick(item[name], name, keys, task_id)

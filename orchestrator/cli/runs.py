@@ -43,5 +43,9 @@ def cmd_runs(args: argparse.Namespace, settings: Settings) -> int:
         for key, value in run.to_dict().items():
             print(f"{key:20} {value}")
         print()
+        for t in tis:  # a mapped instance: load[3], and its map_index_template name
+            if t["map_index"] >= 0:
+                name = t.get("rendered_map_index")
+                t["task_id"] += f"[{t['map_index']}]" + (f" {name}" if name else "")
         print(format_table(tis, ("task_id", "state", "try_number", "start_date", "end_date")))
     return 0

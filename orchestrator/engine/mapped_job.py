@@ -33,8 +33,9 @@ def mapped_job(spec: Any, task: Any, claim: Any) -> dict[str, Any]:
     for up, keys in (getattr(task, "result_keys", None) or {}).items():  # issue 25
         if up in results:
             results[up] = only_keys(results[up], keys)
+    same = spec.same_instance_upstream(task.task_id) if claim.map_index >= 0 else ()
     for up in task.upstream:
-        if up in spec.mapped_tasks and up not in results:
+        if up in spec.mapped_tasks and up not in results and up not in same:
             results[up] = "[]"
     kwargs: dict[str, Any] | None = None
     over: tuple[str, ...] = ()
@@ -52,9 +53,17 @@ def mapped_job(spec: Any, task: Any, claim: Any) -> dict[str, Any]:
         over = task_sources(task.mapping)
         for source in over:
             results.pop(source, None)
+    item = None
+    if task.mapping is not None and "group" in task.mapping:
+        # issue 25 item 7: a task of a mapped group gets its group instance's item for
+        # the group's arguments; only a shell task's template variables are the item
+        item = kwargs
+        if task.kind != "shell":
+            kwargs = None
     return {
         "map_index": claim.map_index,
         "map_kwargs": kwargs,
         "results": results,
         "mapped_over": list(over),
+        **({"group_item": item} if item is not None else {}),
     }

@@ -323,6 +323,7 @@ def run_try(
     # issue 14: the task's on_execute / on_success hooks (engine/task_hooks.py)
     hook = functools.partial(run_hook, job, ctx, lambda: _dags_of(job["fileloc"], cache), logger)
     kwargs = job.get("map_kwargs")  # a mapped instance's arguments (None: not mapped)
+    item = job.get("group_item")  # a mapped task group instance's item (issue 25 item 7)
     if not (job.get("sensor") and job.get("poke_count", 0)):
         # a rescheduled sensor's later pokes continue its try's log with one "poke N"
         # line each (engine/sensor_try.py), not a "starting" line before every poke
@@ -332,7 +333,7 @@ def run_try(
             ctx.run_id,
             ctx.task_id,
             ctx.try_number,
-            f" map_index={ctx.map_index}" if kwargs is not None else "",
+            f" map_index={ctx.map_index}" if ctx.map_index >= 0 else "",
         )
     try:
         if job["kind"] == "shell":
@@ -399,13 +400,13 @@ def run_try(
                     value = resume(fn, job, ctx, logger)
                 elif job.get("sensor"):  # issue 15: poke (engine/sensor_try.py)
                     value = run_sensor(
-                        lambda: invoke(task, ctx, kwargs, _takes_argument),
+                        lambda: invoke(task, ctx, kwargs, _takes_argument, item),
                         job["sensor"],
                         job.get("poke_count", 0),
                         logger,
                     )
                 else:  # issue 25: a TaskFlow call's arguments resolved (taskflow.py)
-                    value = invoke(task, ctx, kwargs, _takes_argument)
+                    value = invoke(task, ctx, kwargs, _takes_argument, item)
             except BaseException as exc:
                 if os.getpid() != me:  # the task forked and this copy is done with it
                     _exit_forked_copy(exc)

@@ -217,6 +217,8 @@ task_instances = Table(
     # every other task instance (Airflow's value), and the instance's mapped arguments
     Column("map_index", Integer, nullable=False, default=-1, server_default="-1"),
     Column("map_kwargs", Text),
+    # issue 25 item 7: the instance's name from its task's map_index_template
+    Column("rendered_map_index", Text),
     UniqueConstraint("run_pk", "task_id", "map_index"),
     # a sensor's current try: when its first poke started (its timeout counts from it)
     # and how many pokes found the condition unmet (0015)

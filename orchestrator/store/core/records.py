@@ -156,6 +156,7 @@ class TaskInstanceRecord(Record):
     # 0..n-1 for the instances of a mapped task, -1 otherwise (issue 14)
     map_index: int = -1
     map_kwargs: str | None = None  # a mapped instance's arguments (JSON object)
+    rendered_map_index: str | None = None  # issue 25 item 7: its map_index_template name
     # a sensor's current try (issue 15): its first poke, and pokes that found it unmet
     first_poke_at: datetime | None = None
     poke_count: int = 0
@@ -184,6 +185,7 @@ class TaskInstanceRecord(Record):
             lost_tries=row.lost_tries,
             map_index=row._mapping.get("map_index", -1),
             map_kwargs=row._mapping.get("map_kwargs"),
+            rendered_map_index=row._mapping.get("rendered_map_index"),
             first_poke_at=row.first_poke_at,
             poke_count=row.poke_count,
             trigger_id=row._mapping.get("trigger_id"),

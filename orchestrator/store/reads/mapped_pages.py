@@ -33,6 +33,7 @@ class InstanceLine:
     end_date: Any
     owner: str | None
     map_kwargs: str | None
+    rendered_map_index: str | None = None  # issue 25 item 7: its map_index_template name
 
 
 class MappedPagesStore(StoreBase):
@@ -73,6 +74,7 @@ class MappedPagesStore(StoreBase):
                 select(
                     ti.c.map_index, ti.c.state, ti.c.try_number, ti.c.max_tries,
                     ti.c.start_date, ti.c.end_date, ti.c.owner, ti.c.map_kwargs,
+                    ti.c.rendered_map_index,
                 )
                 .where(*cond)
                 .order_by(ti.c.map_index)

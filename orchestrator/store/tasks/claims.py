@@ -46,7 +46,11 @@ from orchestrator.store.core.base import StoreBase, record_event
 from orchestrator.store.core.models import UTCDateTime
 from orchestrator.store.core.records import Claim, Record
 from orchestrator.store.tasks.concurrency import pick_gated
-from orchestrator.store.tasks.task_store import log_path_for, upstream_results_in
+from orchestrator.store.tasks.task_store import (
+    log_path_for,
+    same_instance_results,
+    upstream_results_in,
+)
 
 ti = m.task_instances
 tries = m.task_tries
@@ -121,14 +125,19 @@ class ClaimStore(StoreBase):
         self, conn: Connection, claims: list[Claim], known: dict[tuple[str, str], str | None]
     ) -> list[Claim]:
         ups: list[tuple[str, ...]] = []
-        for c in claims:
+        same: dict[int, frozenset[str]] = {}  # claim's position: its group instance's ups
+        for n, c in enumerate(claims):
             try:
-                task = self.spec(c.dag_id, c.version_hash).tasks[c.task_id]  # type: ignore[attr-defined]
+                spec = self.spec(c.dag_id, c.version_hash)  # type: ignore[attr-defined]
+                task = spec.tasks[c.task_id]
             except Exception:  # noqa: BLE001 - the worker fails the try when it dispatches
                 ups.append(())
                 continue
             # a mapped instance gets its item, not the whole list it was mapped over
             over = task_sources(task.mapping) if c.map_index >= 0 else ()
+            if c.map_index >= 0 and spec.same_instance_upstream(c.task_id):
+                same[n] = spec.same_instance_upstream(c.task_id)  # issue 25 item 7
+                over = (*over, *same[n])
             ups.append(tuple(u for u in task.upstream if u not in over))
         # results recorded earlier in this transaction are not read back
         local = [all((c.run_id, u) in known for u in up) for c, up in zip(claims, ups, strict=True)]
@@ -140,9 +149,11 @@ class ClaimStore(StoreBase):
             ],
         )
         out = []
-        for c, up, mine, read in zip(claims, ups, local, found, strict=True):
+        for n, (c, up, mine, read) in enumerate(zip(claims, ups, local, found, strict=True)):
             if mine:  # only non-NULL results, as read from the store
                 read = {u: v for u in up if (v := known[(c.run_id, u)]) is not None}
+            if n in same:  # instance i of a mapped group reads instance i's results
+                read = read | same_instance_results(conn, c.run_id, same[n], c.map_index)
             out.append(replace(c, upstream_results=read))
         return out
 

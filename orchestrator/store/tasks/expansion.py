@@ -25,6 +25,7 @@ next release expands it.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 from collections.abc import Iterable
@@ -33,6 +34,7 @@ from typing import Any
 
 from sqlalchemy import Connection, bindparam, delete, insert, select, update
 
+from orchestrator.authoring.map_index_template import render as render_map_index
 from orchestrator.authoring.spec import DagSpec
 from orchestrator.authoring.task_controls import is_gated
 from orchestrator.scheduling.mapping import (
@@ -70,8 +72,28 @@ def expand_locked(
     return queued
 
 
+def expand_group_locked(
+    conn: Connection, spec: DagSpec, run_pk: int, group: str, now: datetime, limit: int
+) -> int:
+    """Expand every task of the mapped task group ``group`` of run ``run_pk`` (issue 25
+    item 7), each into one instance per item, all ``scheduled``: the caller decides
+    each instance by its trigger rule over the same instance of its upstream tasks of
+    the group. A task expanded already (cleared and collapsed alone, say) is expanded
+    again alone. Returns how many instances were created."""
+    made = 0
+    for task_id in sorted(spec.group_members(group)):
+        made += _expand_one(conn, spec, run_pk, task_id, now, limit, waiting=True)
+    return made
+
+
 def _expand_one(
-    conn: Connection, spec: DagSpec, run_pk: int, task_id: str, now: datetime, limit: int
+    conn: Connection,
+    spec: DagSpec,
+    run_pk: int,
+    task_id: str,
+    now: datetime,
+    limit: int,
+    waiting: bool = False,
 ) -> int:
     task = spec.tasks[task_id]
     assert task.mapping is not None
@@ -103,7 +125,9 @@ def _expand_one(
         return _finish_placeholder(
             conn, place, TaskState.SKIPPED, now, f"mapped over an empty list: {task_id} skipped"
         )
-    taken = conn.execute(_TAKE_PLACEHOLDER, {"b_id": place.id, **_instance(items[0], now)}).rowcount
+    name = functools.partial(_name, task.map_index_template, task.mapping.get("partial"))
+    first = _instance(items[0], now, waiting) | {"b_name": name(items[0])}
+    taken = conn.execute(_TAKE_PLACEHOLDER, {"b_id": place.id, **first}).rowcount
     if not taken:
         return 0  # another transaction expanded it first
     base = {
@@ -124,7 +148,9 @@ def _expand_one(
         conn.execute(
             insert(ti),
             [
-                base | {"map_index": i} | _row(items[i], now)
+                base
+                | {"map_index": i, "rendered_map_index": name(items[i])}
+                | _row(items[i], now, waiting)
                 for i in range(start, min(start + _BATCH, len(items)))
             ],
         )
@@ -142,22 +168,33 @@ def _expand_one(
     )
     if bad:
         log.info("task_map_failed %s: %s", task_id, items[bad[0]].error)
-    return len(items) - len(bad)
+    return len(items) if waiting else len(items) - len(bad)
 
 
-def _instance(item: Any, now: datetime) -> dict[str, Any]:
-    """The bind values of an instance of ``item``: queued with its arguments, or, for a
+def _instance(item: Any, now: datetime, waiting: bool = False) -> dict[str, Any]:
+    """The bind values of an instance of ``item``: queued with its arguments (or, for
+    a task of a mapped group, ``waiting`` for its trigger rule: scheduled), or, for a
     :class:`BadItem`, failed now with its error and no arguments."""
     if isinstance(item, BadItem):
         return {"b_kwargs": None, "b_state": TaskState.FAILED, "b_ready": None,
                 "b_end": now, "b_error": item.error}  # fmt: skip
+    if waiting:
+        return {"b_kwargs": json.dumps(item), "b_state": TaskState.SCHEDULED, "b_ready": None,
+                "b_end": None, "b_error": None}  # fmt: skip
     return {"b_kwargs": json.dumps(item), "b_state": TaskState.QUEUED, "b_ready": now,
             "b_end": None, "b_error": None}  # fmt: skip
 
 
-def _row(item: Any, now: datetime) -> dict[str, Any]:
+def _name(template: str | None, fixed: dict[str, Any] | None, item: Any) -> str | None:
+    """An instance's name from its task's map_index_template (issue 25 item 7)."""
+    if template is None or isinstance(item, BadItem):
+        return None
+    return render_map_index(template, {**(fixed or {}), **item})
+
+
+def _row(item: Any, now: datetime, waiting: bool = False) -> dict[str, Any]:
     """:func:`_instance` as the columns of an inserted row."""
-    v = _instance(item, now)
+    v = _instance(item, now, waiting)
     return {"map_kwargs": v["b_kwargs"], "state": v["b_state"], "ready_at": v["b_ready"],
             "end_date": v["b_end"], "error": v["b_error"]}  # fmt: skip
 
@@ -184,7 +221,7 @@ def collapse_locked(conn: Connection, run_pk: int, task_id: str) -> bool:
     conn.execute(
         update(ti)
         .where(ti.c.run_pk == run_pk, ti.c.task_id == task_id)
-        .values(map_index=UNMAPPED, map_kwargs=None)
+        .values(map_index=UNMAPPED, map_kwargs=None, rendered_map_index=None)
     )
     return True
 
@@ -239,6 +276,7 @@ _TAKE_PLACEHOLDER = (
     .values(
         map_index=0,
         map_kwargs=bindparam("b_kwargs"),
+        rendered_map_index=bindparam("b_name"),
         state=bindparam("b_state"),
         ready_at=bindparam("b_ready"),
         end_date=bindparam("b_end"),

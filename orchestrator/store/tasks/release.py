@@ -30,12 +30,12 @@ from datetime import datetime
 from sqlalchemy import Connection, bindparam, select, update
 
 from orchestrator.authoring.spec import DagSpec, TaskSpec
-from orchestrator.scheduling.mapping import UNMAPPED
+from orchestrator.scheduling.mapping import UNMAPPED, task_sources
 from orchestrator.scheduling.trigger_rules import Decision, TriggerRule, decide
 from orchestrator.states import TASK_FINISHED, TASK_UNFINISHED, RunState, TaskState
 from orchestrator.store.core import models as m
 from orchestrator.store.core.base import StoreBase, lock_runs
-from orchestrator.store.tasks.expansion import expand_locked
+from orchestrator.store.tasks.expansion import expand_group_locked, expand_locked
 
 ti = m.task_instances
 # fan-ins up to this size are checked by their upstream states, larger ones by the
@@ -66,6 +66,9 @@ def release_after_success(
     scopes = spec.setup_teardown
     for d in downstream:
         t = spec.tasks[d]
+        if t.mapping is not None and "group" in t.mapping:
+            needs = True  # issue 25 item 7: decided per group instance, by the scheduler
+            continue
         indirect = scopes.indirect_setups(d)  # issue 25: must succeed too
         ups = t.upstream + indirect
         if t.trigger_rule == TriggerRule.ONE_SUCCESS and not indirect:
@@ -213,76 +216,148 @@ class ReleaseStore(StoreBase):
         for batch in _chunks([run.id for run in runs], 200):
             with self.write() as conn:
                 lock_runs(conn, batch, self.is_postgres)
-                rows = conn.execute(
-                    select(ti.c.id, ti.c.run_pk, ti.c.task_id, ti.c.state, ti.c.map_index)
-                    .join(r, r.c.id == ti.c.run_pk)
-                    .where(ti.c.run_pk.in_(batch), r.c.state == RunState.RUNNING)
-                ).all()
-                # every instance of a task counts (a mapped task has one per map item)
-                by_run: dict[int, dict[str, list[tuple[int, str, int]]]] = {}
-                for row in rows:
-                    by_run.setdefault(row.run_pk, {}).setdefault(row.task_id, []).append(
-                        (row.id, row.state, row.map_index)
-                    )
-                to_queue: list[int] = []
-                to_expand: list[tuple[int, str]] = []
-                to_final: dict[str, list[int]] = {
-                    TaskState.UPSTREAM_FAILED: [],
-                    TaskState.SKIPPED: [],
-                }
-                for run_pk, tasks in by_run.items():
-                    spec = specs[run_pk]
-                    scopes = spec.setup_teardown  # issue 25
-                    states = {k: [v[1] for v in vs] for k, vs in tasks.items()}
-                    for task_id in spec.topological_order:
-                        waiting = [v for v in tasks.get(task_id, ()) if v[1] == TaskState.SCHEDULED]
-                        if not waiting:
-                            continue
-                        t = spec.tasks[task_id]
-                        ups = [s for u in t.upstream for s in states.get(u, ())]
-                        ind = scopes.indirect_setups(task_id)
-                        decision = decide(
-                            t.trigger_rule,
-                            ups,
-                            setups=_setup_states(spec, t, states),
-                            indirect_setups=[s for u in ind for s in states.get(u, ())],
-                        )
-                        ids = [v[0] for v in waiting]
-                        if decision is Decision.RELEASE:
-                            if t.mapped and any(v[2] == UNMAPPED for v in waiting):
-                                to_expand.append((run_pk, task_id))
-                            else:
-                                to_queue.extend(ids)
-                            new = TaskState.QUEUED
-                        elif decision is Decision.UPSTREAM_FAILED:
-                            to_final[TaskState.UPSTREAM_FAILED].extend(ids)
-                            new = TaskState.UPSTREAM_FAILED
-                        elif decision is Decision.SKIP:
-                            to_final[TaskState.SKIPPED].extend(ids)
-                            new = TaskState.SKIPPED
-                        else:
-                            continue
-                        states[task_id] = [
-                            new if s == TaskState.SCHEDULED else s for s in states[task_id]
-                        ]
-                for run_pk, task_id in to_expand:
-                    changed += expand_locked(
-                        conn, specs[run_pk], run_pk, [task_id], now, self.max_map_length
-                    )
-                for chunk in _chunks(sorted(to_queue), 500):
-                    changed += conn.execute(
-                        update(ti)
-                        .where(ti.c.id.in_(chunk), ti.c.state == TaskState.SCHEDULED)
-                        .values(state=TaskState.QUEUED, ready_at=now)
-                    ).rowcount
-                for state, ids in to_final.items():
-                    for chunk in _chunks(sorted(ids), 500):
-                        changed += conn.execute(
-                            update(ti)
-                            .where(ti.c.id.in_(chunk), ti.c.state == TaskState.SCHEDULED)
-                            .values(state=state, end_date=now)
-                        ).rowcount
+                # a mapped task group expanded in a pass is decided in the next one, in
+                # the same transaction (its instances are created scheduled)
+                for _ in range(3):
+                    done, expanded = self._release_pass(conn, batch, specs, now)
+                    changed += done
+                    if not expanded:
+                        break
         return changed
+
+    def _release_pass(
+        self, conn: Connection, batch: list[int], specs: dict[int, DagSpec], now: datetime
+    ) -> tuple[int, bool]:
+        """One decision pass over the runs ``batch`` (locked); returns (how many task
+        instances changed, whether a mapped task group was expanded)."""
+        r = m.dag_runs
+        rows = conn.execute(
+            select(ti.c.id, ti.c.run_pk, ti.c.task_id, ti.c.state, ti.c.map_index)
+            .join(r, r.c.id == ti.c.run_pk)
+            .where(ti.c.run_pk.in_(batch), r.c.state == RunState.RUNNING)
+        ).all()
+        # every instance of a task counts (a mapped task has one per map item)
+        by_run: dict[int, dict[str, list[tuple[int, str, int]]]] = {}
+        for row in rows:
+            by_run.setdefault(row.run_pk, {}).setdefault(row.task_id, []).append(
+                (row.id, row.state, row.map_index)
+            )
+        to_queue: list[int] = []
+        to_expand: list[tuple[int, str]] = []
+        groups: set[tuple[int, str]] = set()
+        to_final: dict[str, list[int]] = {TaskState.UPSTREAM_FAILED: [], TaskState.SKIPPED: []}
+        for run_pk, tasks in by_run.items():
+            spec = specs[run_pk]
+            scopes = spec.setup_teardown  # issue 25
+            states = {k: [v[1] for v in vs] for k, vs in tasks.items()}
+            for task_id in spec.topological_order:
+                waiting = [v for v in tasks.get(task_id, ()) if v[1] == TaskState.SCHEDULED]
+                if not waiting:
+                    continue
+                t = spec.tasks[task_id]
+                group = spec.mapped_group_of(task_id)
+                if group is not None:  # issue 25 item 7: per group instance
+                    if any(v[2] == UNMAPPED for v in waiting):
+                        if _sources_finished(t, states):
+                            groups.add((run_pk, group))
+                        continue
+                    states[task_id] = _decide_instances(
+                        spec, t, tasks, waiting, states, to_queue, to_final
+                    )
+                    continue
+                ups = [s for u in t.upstream for s in states.get(u, ())]
+                ind = scopes.indirect_setups(task_id)
+                decision = decide(
+                    t.trigger_rule,
+                    ups,
+                    setups=_setup_states(spec, t, states),
+                    indirect_setups=[s for u in ind for s in states.get(u, ())],
+                )
+                ids = [v[0] for v in waiting]
+                if decision is Decision.RELEASE:
+                    if t.mapped and any(v[2] == UNMAPPED for v in waiting):
+                        to_expand.append((run_pk, task_id))
+                    else:
+                        to_queue.extend(ids)
+                    new = TaskState.QUEUED
+                elif decision is Decision.UPSTREAM_FAILED:
+                    to_final[TaskState.UPSTREAM_FAILED].extend(ids)
+                    new = TaskState.UPSTREAM_FAILED
+                elif decision is Decision.SKIP:
+                    to_final[TaskState.SKIPPED].extend(ids)
+                    new = TaskState.SKIPPED
+                else:
+                    continue
+                states[task_id] = [new if s == TaskState.SCHEDULED else s for s in states[task_id]]
+        changed = 0
+        for run_pk, task_id in to_expand:
+            changed += expand_locked(
+                conn, specs[run_pk], run_pk, [task_id], now, self.max_map_length
+            )
+        for run_pk, group in sorted(groups):
+            changed += expand_group_locked(
+                conn, specs[run_pk], run_pk, group, now, self.max_map_length
+            )
+        for chunk in _chunks(sorted(to_queue), 500):
+            changed += conn.execute(
+                update(ti)
+                .where(ti.c.id.in_(chunk), ti.c.state == TaskState.SCHEDULED)
+                .values(state=TaskState.QUEUED, ready_at=now)
+            ).rowcount
+        for state, ids in to_final.items():
+            for chunk in _chunks(sorted(ids), 500):
+                changed += conn.execute(
+                    update(ti)
+                    .where(ti.c.id.in_(chunk), ti.c.state == TaskState.SCHEDULED)
+                    .values(state=state, end_date=now)
+                ).rowcount
+        return changed, bool(groups)
+
+
+_FINAL = {Decision.UPSTREAM_FAILED: TaskState.UPSTREAM_FAILED, Decision.SKIP: TaskState.SKIPPED}
+
+
+def _sources_finished(t: TaskSpec, states: dict[str, list[str]]) -> bool:
+    """Can the mapped group of ``t`` be expanded: has every task its items come from
+    finished (a failed or skipped one fails or skips the group at expansion)?"""
+    return all(
+        states.get(source) and all(s in TASK_FINISHED for s in states[source])
+        for source in task_sources(t.mapping)
+    )
+
+
+def _decide_instances(
+    spec: DagSpec,
+    t: TaskSpec,
+    tasks: dict[str, list[tuple[int, str, int]]],
+    waiting: list[tuple[int, str, int]],
+    states: dict[str, list[str]],
+    to_queue: list[int],
+    to_final: dict[str, list[int]],
+) -> list[str]:
+    """Decide each waiting instance of a task of a mapped group by its trigger rule over
+    instance ``i`` of its upstream tasks in the group and every instance of the others
+    (issue 25 item 7); returns the task's instance states after the decisions."""
+    same = spec.same_instance_upstream(t.task_id)
+    others = [s for u in t.upstream if u not in same for s in states.get(u, ())]
+    at = {u: {v[2]: v[1] for v in tasks.get(u, ())} for u in same}
+    ind = spec.setup_teardown.indirect_setups(t.task_id)
+    indirect = [s for u in ind for s in states.get(u, ())]
+    new_of: dict[int, str] = {}
+    for ti_id, _, index in waiting:
+        ups = others + [at[u].get(index, TaskState.SCHEDULED) for u in same]
+        decision = decide(t.trigger_rule, ups, indirect_setups=indirect)
+        if decision is Decision.RELEASE:
+            to_queue.append(ti_id)
+            new_of[index] = TaskState.QUEUED
+        elif decision in _FINAL:
+            to_final[_FINAL[decision]].append(ti_id)
+            new_of[index] = _FINAL[decision]
+    current = tasks.get(t.task_id, ())
+    for i, (ti_id, _state, index) in enumerate(current):  # for the tasks after it
+        if index in new_of:
+            current[i] = (ti_id, new_of[index], index)  # type: ignore[index]
+    return [v[1] for v in current]
 
 
 def _setup_states(spec: DagSpec, t: TaskSpec, states: dict[str, list[str]]) -> list[str]:

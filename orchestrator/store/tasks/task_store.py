@@ -12,7 +12,7 @@ import logging
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 
-from sqlalchemy import and_, bindparam, func, or_, select, tuple_, update
+from sqlalchemy import Connection, and_, bindparam, func, or_, select, tuple_, update
 
 from orchestrator.errors import NotFoundError
 from orchestrator.states import FAILED_NOW, SKIPPED_TRY, TASK_FINISHED, RunState, TaskState
@@ -310,12 +310,18 @@ class TaskStore(StoreBase):
         if map_index is not None:
             self.task_instance(run_id, task_id, map_index)  # NotFoundError names it
         targets = spec.setup_teardown.clear_targets(task_id, downstream)
+        # issue 25 item 7: in a mapped task group, one instance's downstream tasks of the
+        # group are cleared at that instance only
+        group = spec.mapped_group_of(task_id) if map_index is not None else None
         with self.write() as conn:
             lock_runs(conn, [run.id], self.is_postgres)  # before any TI: no deadlock
             cleared = []
             for t in targets:
                 where = [ti.c.run_pk == run.id, ti.c.task_id == t]
-                if t == task_id and map_index is not None:
+                alone = map_index is not None and (
+                    t == task_id or (group is not None and spec.mapped_group_of(t) == group)
+                )
+                if alone:
                     where.append(ti.c.map_index == map_index)
                 done = conn.execute(
                     update(ti)
@@ -335,9 +341,8 @@ class TaskStore(StoreBase):
                 ).rowcount
                 if done:  # issue 25: the values its tries pushed go with them
                     delete_xcoms_of(conn, select(ti.c.id).where(*where))
-                    one = t == task_id and map_index is not None
-                    cleared.append(f"{t}[{map_index}]" if one else t)
-                    if spec.tasks[t].mapped and not one:
+                    cleared.append(f"{t}[{map_index}]" if alone else t)
+                    if spec.tasks[t].mapped and not alone:
                         collapse_locked(conn, run.id, t)
             if cleared:
                 conn.execute(
@@ -475,6 +480,25 @@ def upstream_results_in(conn, wanted: list[tuple[str, Iterable[str]]]) -> list[d
     return [{t: v for t, v in found.get(run_id, {}).items() if t in ids} for run_id, ids in asked]
 
 
+def same_instance_results(
+    conn: Connection, run_id: str, task_ids: Iterable[str], map_index: int
+) -> dict[str, str]:
+    """The non-NULL results of instance ``map_index`` of ``task_ids`` (tasks of one
+    mapped task group, issue 25 item 7) in run ``run_id``."""
+    rows = conn.execute(
+        _SAME_INSTANCE,
+        {"run_id": run_id, "task_ids": sorted(task_ids), "map_index": map_index},
+    )
+    return {r.task_id: r.result for r in rows}
+
+
+_SAME_INSTANCE = select(ti.c.task_id, ti.c.result).where(
+    ti.c.run_id == bindparam("run_id"),
+    ti.c.task_id.in_(bindparam("task_ids", expanding=True)),
+    ti.c.map_index == bindparam("map_index"),
+    ti.c.state == TaskState.SUCCESS,
+    ti.c.result.is_not(None),
+)
 _RESULTS_OF_RUN = select(ti.c.task_id, ti.c.result, ti.c.map_index).where(
     ti.c.run_id == bindparam("run_id"),
     ti.c.state == TaskState.SUCCESS,
