@@ -173,3 +173,23 @@ def merge_tries(plain: list[TryLine], grouped: list[MappedTries]) -> list[TryLin
             )
         )
     return out
+
+
+def group_page(store: Store, run_id: str, group: str, *, page: int = 1) -> dict[str, Any]:
+    """One page of a mapped task group's instances (issue 25 item 7): a row per map
+    index, a column per task of the group, each cell that instance's state."""
+    page = max(page, 1)
+    run, members, total, instances = store.group_instances(
+        run_id, group, offset=(page - 1) * INSTANCES_PAGE, limit=INSTANCES_PAGE
+    )
+    prefix = group + "."
+    return {
+        "run": run,
+        "group": group,
+        "members": members,
+        "labels": {t: t[len(prefix) :] if t.startswith(prefix) else t for t in members},
+        "instances": instances,
+        "total": total,
+        "page": page,
+        "pages": max((total + INSTANCES_PAGE - 1) // INSTANCES_PAGE, 1),
+    }

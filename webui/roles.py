@@ -100,6 +100,8 @@ ROUTE_ROLES: dict[str, str] = {
     "runs.log_raw": "viewer",  # a try's log downloaded (issue 27)
     "runs.log_raw_mapped": "viewer",
     "runs.task_instances": "viewer",
+    "runs.group_instances": "viewer",  # issue 25 item 7
+    "api.group_instances": "viewer",
     "api.task_instance_mapped": "viewer",
     "api.task_instances": "viewer",
     "api.log_mapped": "viewer",

@@ -77,6 +77,9 @@ class TaskContext:
     map_index: int = -1
     # the upstream tasks a mapped instance is mapped over: their lists are not sent to it
     mapped_over: tuple[str, ...] = ()
+    # issue 25 item 7: upstream tasks of its mapped task group, whose results here are
+    # this instance's (map_indexes= asks the store for others)
+    same_instance: tuple[str, ...] = ()
     # issue 16: where ctx.variable / ctx.connection and var / conn in templates read
     credentials: CredentialSource | None = field(default=None, repr=False)
     # issue 15: the task's outlet URIs; the events that started an asset-triggered run
@@ -186,8 +189,10 @@ class TaskContext:
         order (``map_indexes``: one instance, or a list of them). A task that has not
         finished yet is an error naming it and its state; one that did not succeed
         gives None. An upstream task's result is already here: no lookup."""
-        if task_id in self.upstream_ids and (
-            key == RETURN_VALUE or task_id not in self.mapped_over
+        if (
+            task_id in self.upstream_ids
+            and (key == RETURN_VALUE or task_id not in self.mapped_over)
+            and not (map_indexes is not None and task_id in self.same_instance)
         ):
             value = self.upstream(task_id)
             if key != RETURN_VALUE:  # a key of its dict result (multiple_outputs), else pushed

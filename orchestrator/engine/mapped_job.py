@@ -65,5 +65,5 @@ def mapped_job(spec: Any, task: Any, claim: Any) -> dict[str, Any]:
         "map_kwargs": kwargs,
         "results": results,
         "mapped_over": list(over),
-        **({"group_item": item} if item is not None else {}),
+        **({"group_item": item, "same_instance": sorted(same)} if item is not None else {}),
     }

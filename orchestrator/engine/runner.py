@@ -314,6 +314,7 @@ def run_try(
         triggering_asset_events=asset_events_of(job.get("triggering_asset_events")),
         map_index=job.get("map_index", -1),
         mapped_over=tuple(job.get("mapped_over") or ()),
+        same_instance=tuple(job.get("same_instance") or ()),
         timezone=job.get("timezone") or "UTC",
         conf=job.get("conf") or {},
         ask=ask,

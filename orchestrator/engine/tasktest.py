@@ -328,7 +328,10 @@ def _run(
     if task.python_env:  # @task.virtualenv / external_python: in its own interpreter
         return _test_in_python_env(settings, dag, task, ctx, logger, out)
     try:  # issue 25: a TaskFlow call's references resolved, the context by name
-        value = invoke(task, ctx, kwargs, _takes_argument)
+        if task.mapping is not None and "group" in task.mapping:  # issue 25 item 7
+            value = invoke(task, ctx, None, _takes_argument, kwargs)  # the group's item
+        else:
+            value = invoke(task, ctx, kwargs, _takes_argument)
         wrong = output_error(task, value)  # multiple_outputs needs a dict
         if wrong is not None:
             logger.error("failed: %s", wrong)

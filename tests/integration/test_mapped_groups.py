@@ -215,3 +215,45 @@ def test_clearing_one_group_instance_reruns_it_alone(harness: Harness, write_dag
         2: before[2].try_number,
     }
     assert _result(harness.store, run.run_id, "gather") == [102, 104, 106]
+
+
+PULL_IN_GROUP = """
+from orchestrator import DAG, task, task_group
+
+with DAG("pulls", schedule=None) as dag:
+    @task
+    def first(x):
+        return x * 10
+
+    @task
+    def second(ti):
+        return {
+            "same": ti.xcom_pull(task_ids="grp.first"),
+            "all": ti.xcom_pull(task_ids="grp.first", map_indexes=[0, 1]),
+        }
+
+    @task_group
+    def grp(x):
+        first(x) >> second()
+
+    grp.expand(x=[1, 2])
+"""
+
+
+def test_a_pull_inside_a_mapped_group_reads_the_same_instance(harness: Harness, write_dag):
+    write_dag("pulls.py", PULL_IN_GROUP)
+    assert harness.parse().dags == 1
+    assert harness.store.import_errors() == []
+    run = harness.store.trigger_run("pulls", harness.clock.now())
+    run = harness.run_until_finished(run.run_id)
+    assert run.state == "success"
+    got = {
+        t.map_index: t
+        for t in harness.store.task_instances(run.run_id)
+        if t.task_id == "grp.second"
+    }
+    assert sorted(got) == [0, 1]
+    assert _result(harness.store, run.run_id, "grp.second") == [
+        {"same": 10, "all": [10, 20]},
+        {"same": 20, "all": [10, 20]},
+    ]

@@ -230,3 +230,33 @@ def test_tasks_test_pulls_from_the_stored_run_and_stores_no_push(
     assert "tasks test reads results of other tasks with --from-run RUN_ID" in (
         capsys.readouterr().out
     )
+
+
+GROUPED = """
+from orchestrator import DAG, task, task_group
+
+with DAG("grouped", schedule=None) as dag:
+    @task
+    def clean(path):
+        return path.upper()
+
+    @task
+    def load(row, path):
+        return row + ":" + path
+
+    @task_group
+    def per_file(path):
+        load(clean(path), path)
+
+    per_file.expand(path=["a.csv", "b.csv"])
+"""
+
+
+def test_tasks_test_runs_a_task_of_a_mapped_group_with_its_item(cli, capsys, write_dag):
+    """Issue 25 item 7: the group's item (by index, or given) fills its arguments."""
+    write_dag("grouped.py", GROUPED)
+    assert cli("tasks", "test", "grouped", "per_file.clean", "--map-index", "1") == 0
+    assert _last_line(capsys.readouterr().out) == '"B.CSV"'
+    argv = ("tasks", "test", "grouped", "per_file.load", "--map-value", '{"path": "q"}')
+    assert cli(*argv, "--upstream-result", 'per_file.clean="Q"') == 0
+    assert _last_line(capsys.readouterr().out) == '"Q:q"'

@@ -98,6 +98,7 @@ def test_every_route_with_each_role_through_real_http(
     values |= {"ref": "current", "a": "1", "b": "current", "key": "greeting", "conn_id": "db"}
     values["asset_id"] = _an_asset_with_an_event(store)  # warehouse://sales/daily
     values["map_index"] = 0  # issue 14: a mapped instance's pages (404 here: no map)
+    values["group"] = "grp"  # issue 25 item 7: a mapped task group (404 here: none)
     values["path"] = "orders"  # issue 30: a webhook watcher's path (404 here: none declared)
     calls = _calls(app, values)
     assert len(calls) >= 36

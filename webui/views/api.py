@@ -213,6 +213,27 @@ def task_instances(run_id: str, task_id: str) -> Response:
     )
 
 
+@bp.get("/runs/<run_id>/groups/<group>/instances")
+def group_instances(run_id: str, group: str) -> Response:
+    """A mapped task group's instances, ``page`` by page (100 each): each one's tasks'
+    states and names (issue 25 item 7)."""
+    ctx = mapped.group_page(get_store(), run_id, group, page=int_arg("page", 1, lo=1) or 1)
+    return jsonify(
+        {
+            "run_id": run_id,
+            "group": group,
+            "task_ids": list(ctx["members"]),
+            "total_entries": ctx["total"],
+            "page": ctx["page"],
+            "pages": ctx["pages"],
+            "instances": [
+                {"map_index": i.map_index, "states": i.states, "names": i.names}
+                for i in ctx["instances"]
+            ],
+        }
+    )
+
+
 @bp.get("/runs/<run_id>/tasks/<task_id>/map/<int:map_index>/tries/<int:try_number>/log")
 def log_mapped(run_id: str, task_id: str, map_index: int, try_number: int) -> Response:
     """A try's log of one instance of a mapped task (issue 14)."""

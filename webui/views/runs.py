@@ -45,8 +45,18 @@ def task_instances(run_id: str, task_id: str) -> str:
     ctx = mapped.instances_page(
         get_store(), run_id, task_id, state=mapped.state_arg(), page=int_arg("page", 1, lo=1) or 1
     )
-    timezone = get_store().get_dag(ctx["run"].dag_id).timezone  # times in the DAG's zone
-    return render_template("instances.html", timezone=timezone, **ctx)
+    store = get_store()
+    timezone = store.get_dag(ctx["run"].dag_id).timezone  # times in the DAG's zone
+    spec = store.spec(ctx["run"].dag_id, ctx["run"].version_hash)
+    group = spec.mapped_group_of(task_id) if task_id in spec.tasks else None
+    return render_template("instances.html", timezone=timezone, mapped_group=group, **ctx)
+
+
+@bp.get("/runs/<run_id>/groups/<group>/instances")
+def group_instances(run_id: str, group: str) -> str:
+    """A mapped task group's instances: each one's tasks and states (issue 25 item 7)."""
+    ctx = mapped.group_page(get_store(), run_id, group, page=int_arg("page", 1, lo=1) or 1)
+    return render_template("group_instances.html", **ctx)
 
 
 def _task_page(run_id: str, task_id: str, map_index: int | None) -> str:

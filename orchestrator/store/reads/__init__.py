@@ -5,13 +5,19 @@ named after what they read. Nothing here changes a row, except the explainer's
 from orchestrator.store.reads.dag_pages import DagPagesStore
 from orchestrator.store.reads.explain_store import ExplainStore
 from orchestrator.store.reads.health import HealthStore
-from orchestrator.store.reads.mapped_pages import MappedPagesStore
+from orchestrator.store.reads.mapped_pages import GroupPagesStore, MappedPagesStore
 from orchestrator.store.reads.metrics_facts import MetricsFactsStore
 from orchestrator.store.reads.run_pages import RunPagesStore
 
 
 class ReadsAggregate(
-    DagPagesStore, RunPagesStore, MappedPagesStore, HealthStore, MetricsFactsStore, ExplainStore
+    DagPagesStore,
+    RunPagesStore,
+    MappedPagesStore,
+    GroupPagesStore,
+    HealthStore,
+    MetricsFactsStore,
+    ExplainStore,
 ):
     """Reads across every table; owns none. Methods, like the other aggregates', so a
     caller holds one ``Store``; named so that none shadows another aggregate's."""

@@ -82,3 +82,44 @@ class MappedPagesStore(StoreBase):
                 .limit(limit)
             ).all()  # fmt: skip
         return run, counts, [InstanceLine(*row) for row in rows]
+
+
+@dataclass(frozen=True)
+class GroupInstance:
+    """One instance of a mapped task group (issue 25 item 7): its tasks' states there."""
+
+    map_index: int
+    states: dict[str, str]  # task_id -> state of that task's instance map_index
+    names: dict[str, str]  # task_id -> its map_index_template name, where it has one
+
+
+class GroupPagesStore(StoreBase):
+    def group_instances(
+        self, run_id: str, group: str, *, offset: int, limit: int
+    ) -> tuple[RunRecord, tuple[str, ...], int, list[GroupInstance]]:
+        """The run, the tasks of its mapped task group ``group``, how many instances
+        the group has, and ``limit`` of them from map index ``offset``, each with its
+        tasks' states; :class:`NotFoundError` for an unknown run or a group the run's
+        DAG version does not map."""
+        ti = m.task_instances
+        run = self.get_run(run_id)  # type: ignore[attr-defined]
+        spec = self.spec(run.dag_id, run.version_hash)  # type: ignore[attr-defined]
+        members = spec.group_members(group)
+        if not members:
+            raise NotFoundError(f"run {run_id!r} has no mapped task group {group!r}")
+        cond = [ti.c.run_pk == run.id, ti.c.task_id.in_(members)]
+        with self.read() as conn:
+            total = conn.execute(select(func.max(ti.c.map_index)).where(*cond)).scalar_one_or_none()
+            rows = conn.execute(
+                select(ti.c.map_index, ti.c.task_id, ti.c.state, ti.c.rendered_map_index)
+                .where(*cond, ti.c.map_index >= offset, ti.c.map_index < offset + limit)
+                .order_by(ti.c.map_index, ti.c.task_id)
+            ).all()
+        by_index: dict[int, GroupInstance] = {}
+        for r in rows:
+            inst = by_index.setdefault(r.map_index, GroupInstance(r.map_index, {}, {}))
+            inst.states[r.task_id] = r.state
+            if r.rendered_map_index:
+                inst.names[r.task_id] = r.rendered_map_index
+        count = (total + 1) if total is not None and total >= 0 else 0
+        return run, members, count, [by_index[i] for i in sorted(by_index) if i >= 0]

@@ -54,11 +54,25 @@ class XcomStore(StoreBase):
         """The JSON text of ``key`` of task ``task_id`` in the run of instance ``ti_id``:
         one value, or for a mapped task a list in map order (``map_indexes``: an int
         picks one instance, a list several). A finished task that did not succeed gives
-        null, as in Airflow."""
+        null, as in Airflow. Inside a mapped task group, a pull of another task of the
+        group reads the same instance's, as in Airflow (issue 25 item 7)."""
         with self.read() as conn:
-            run_pk = conn.execute(select(ti.c.run_pk).where(ti.c.id == ti_id)).scalar()
-            if run_pk is None:
+            here = conn.execute(
+                select(ti.c.run_pk, ti.c.task_id, ti.c.map_index).where(ti.c.id == ti_id)
+            ).first()
+            if here is None:
                 raise NotFoundError(f"no task instance {ti_id}")
+            run_pk = here.run_pk
+            if map_indexes is None and here.map_index >= 0:
+                run = conn.execute(
+                    select(m.dag_runs.c.dag_id, m.dag_runs.c.version_hash).where(
+                        m.dag_runs.c.id == run_pk
+                    )
+                ).one()
+                spec = self.spec(run.dag_id, run.version_hash)  # type: ignore[attr-defined]
+                group = spec.mapped_group_of(here.task_id)
+                if group is not None and task_id in spec.group_members(group):
+                    map_indexes = here.map_index
             rows = conn.execute(
                 select(ti.c.id, ti.c.map_index, ti.c.state, ti.c.try_number, ti.c.result)
                 .where(ti.c.run_pk == run_pk, ti.c.task_id == task_id)
