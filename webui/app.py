@@ -31,6 +31,7 @@ from .current import CLOCK_KEY, LAYOUTS_KEY, LOG_MASK_KEY, SETTINGS_KEY, STORE_K
 from .data import GRID_RUNS
 from .inputs import PathInt
 from .layouts import Layouts
+from .markdown import doc_html
 from .roles import current_role, may
 from .secret import load_or_create_secret
 from .security import (
@@ -97,6 +98,7 @@ def create_app(
     app.config["LOGIN_REQUIRED"] = login_required
     app.config["METRICS_TOKEN"] = settings.metrics_token
 
+    app.add_template_filter(doc_html, "doc_html")  # doc_md as safe HTML (issue 25)
     app.add_template_filter(formatting.in_zone, "in_zone")
     app.add_template_filter(formatting.utc, "utc")
     app.add_template_filter(formatting.iso, "iso")

@@ -89,6 +89,7 @@ def serialize_dag(dag: DAG) -> dict[str, Any]:
                     if getattr(t, "map_index_template", None)
                     else {}
                 ),
+                **({"doc_md": t.doc_md} if getattr(t, "doc_md", None) else {}),
                 **({"sensor": t.sensor} if t.sensor is not None else {}),  # issue 15
                 **({"check": t.check} if t.check is not None else {}),
                 **serialized(t.alerts, t.callbacks),
@@ -260,6 +261,7 @@ class TaskSpec:
     result_keys: dict[str, list[str]] = field(default_factory=dict)
     # issue 25 item 7: the name of each instance of a mapped task (map_index_template.py)
     map_index_template: str | None = None
+    doc_md: str | None = None  # issue 25: the task's Markdown documentation
 
     @property
     def mapped(self) -> bool:
@@ -489,6 +491,7 @@ class DagSpec:
                 user_templates=t.get("user_templates", False),
                 result_keys=t.get("result_keys") or {},
                 map_index_template=t.get("map_index_template"),
+                doc_md=t.get("doc_md"),
             )
         return cls(
             dag_id=data["dag_id"],

@@ -85,6 +85,7 @@ class Task(Wiring):
         multiple_outputs: bool | None = None,
         owner: str | None = None,  # issue 25: Airflow's owner (default_args' usually)
         map_index_template: str | None = None,  # issue 25 item 7: instances' names
+        doc_md: str | None = None,  # issue 25: Markdown shown on the task's page
         where: tuple[str | None, int | None] | None = None,
     ) -> None:
         where = where or _caller()
@@ -95,6 +96,9 @@ class Task(Wiring):
             raise _fail(f"task {task_id!r}: owner must be a non-empty string", where)
         self.owner = owner
         self.map_index_template = map_index_template_option(task_id, map_index_template, where)
+        if doc_md is not None and not isinstance(doc_md, str):
+            raise _fail(f"task {task_id!r}: doc_md must be a string (Markdown)", where)
+        self.doc_md = doc_md or None
         # issue 15: the assets each successful try records an event for
         self.outlets = outlet_list(outlets, task_id, where)
         group = _current_group(dag)  # issue 14: inside a TaskGroup the id is "group.id"
