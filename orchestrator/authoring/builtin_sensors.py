@@ -220,6 +220,8 @@ def trigger_dag(
     check = {"type": "trigger", "trigger_dag_id": trigger_dag_id, "conf": conf or {},
              "wait_for_completion": bool(wait_for_completion), "allowed_states": allowed,
              "failed_states": failed}  # fmt: skip
+    if _active and getattr(_active[-1], "render_template_as_native_obj", False):
+        check["native"] = True  # issue 25: the conf's templates render to literals' values
     if not wait_for_completion:  # one poke creates the run and succeeds
         options = {k: v for k, v in options.items() if k not in SENSOR_KEYS or k == "mode"}
     return _declare(task_id, check, options, where)

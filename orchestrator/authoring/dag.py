@@ -142,6 +142,7 @@ class DAG:
         default_args: dict[str, Any] | None = None,
         catchup: bool | None = None,
         doc_md: str | None = None,
+        render_template_as_native_obj: bool = False,
     ) -> None:
         where = _caller()
         self.fileloc, self.lineno = where
@@ -150,6 +151,10 @@ class DAG:
         if doc_md is not None and not isinstance(doc_md, str):
             raise _fail(f"DAG {dag_id!r}: doc_md must be a string (Markdown)", where)
         self.doc_md = doc_md
+        if not isinstance(render_template_as_native_obj, bool):
+            raise _fail(f"DAG {dag_id!r}: render_template_as_native_obj must be True or False")
+        # issue 25: a JSON value's template renders to a Python literal's value (http_request)
+        self.render_template_as_native_obj = render_template_as_native_obj
         # options every task gets unless it gives its own; start/end dates as fallbacks
         self.task_defaults, fallbacks = split_default_args(default_args, dag_id, where)
         start_date = start_date if start_date is not None else fallbacks.get("start_date")
@@ -319,6 +324,8 @@ class DAG:
             )
         except (HttpSpecError, TemplateRenderError) as exc:
             raise _fail(f"task {task_id!r}: {exc}", where) from None
+        if self.render_template_as_native_obj:  # issue 25: json/data values native
+            request["native"] = True
         options = {**self.task_defaults, **own_names(options, task_id, where)}
         return Task(
             self, task_id, http=request, response_check=response_check, where=where, **options

@@ -35,6 +35,7 @@ from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 from jinja2 import StrictUndefined, TemplateError
+from jinja2.nativetypes import native_concat
 from jinja2.sandbox import SandboxedEnvironment
 
 from orchestrator.authoring.templating import TemplateRenderError, with_filters
@@ -187,9 +188,14 @@ def _render(
         raise TemplateRenderError(f"cannot render {source!r}: {exc}") from exc
 
 
-def render_json(value: Any, variables: dict[str, Any], filters: Filters = None) -> Any:
+def render_json(
+    value: Any, variables: dict[str, Any], filters: Filters = None, native: bool = False
+) -> Any:
     """Each string of a JSON-like ``value`` rendered; a string that is one expression
-    alone (``"{{ params.n }}"``) keeps the value's JSON type."""
+    alone (``"{{ params.n }}"``) keeps the value's JSON type. With ``native`` (the DAG's
+    ``render_template_as_native_obj``, issue 25) any other rendered string that reads
+    as a Python literal becomes its value (``"[{{ a }}, {{ b }}]"`` -> ``[1, 2]``), as
+    Jinja's NativeEnvironment does; a value JSON cannot hold stays text."""
     if isinstance(value, str):
         one = _ONE_EXPR.match(value.strip())
         if one:  # one expression alone keeps the value's own JSON type
@@ -206,12 +212,25 @@ def render_json(value: Any, variables: dict[str, Any], filters: Filters = None) 
                 return jsonlib.loads(jsonlib.dumps(native))
             except (TypeError, ValueError):
                 return str(native)
-        return _render(_TEXT_ENV, value, variables, filters)
+        text = _render(_TEXT_ENV, value, variables, filters)
+        return _literal(text) if native else text
     if isinstance(value, dict):
-        return {k: render_json(v, variables, filters) for k, v in value.items()}
+        return {k: render_json(v, variables, filters, native) for k, v in value.items()}
     if isinstance(value, list):
-        return [render_json(v, variables, filters) for v in value]
+        return [render_json(v, variables, filters, native) for v in value]
     return value
+
+
+def _literal(text: str) -> Any:
+    """``text`` as the value of the Python literal it spells (jinja2's native_concat),
+    when JSON can hold it; else ``text``."""
+    value = native_concat([text])
+    if isinstance(value, str):
+        return value
+    try:
+        return jsonlib.loads(jsonlib.dumps(value, allow_nan=False))
+    except (TypeError, ValueError):
+        return text
 
 
 def render_request(
@@ -230,13 +249,18 @@ def render_request(
             raise TemplateRenderError(f"header {name!r}: the rendered value holds a line break")
         headers[name] = value
     data = spec.get("data")
+    native = bool(spec.get("native"))
     if isinstance(data, dict):
         form = {k: str(render_json(v, variables, filters)) for k, v in data.items()}
         return Request(spec["method"], url, headers, data=form)
     if isinstance(data, str):
         text = _render(_TEXT_ENV, data, variables, filters)
         return Request(spec["method"], url, headers, content=text)
-    body = render_json(spec["json"], variables, filters) if spec.get("json") is not None else None
+    body = (
+        render_json(spec["json"], variables, filters, native)
+        if spec.get("json") is not None
+        else None
+    )
     return Request(spec["method"], url, headers, json=body)
 
 

@@ -187,7 +187,9 @@ def _trigger(store: Store, claim: Claim, spec: DagSpec, check: dict, now: dateti
     target = check["trigger_dag_id"]
     # issue 25: the conf's strings are templates ("{{ ds }}" keeps its JSON type alone)
     conf = render_json(
-        check.get("conf") or {}, _context(claim, spec, store).template_vars(spec.timezone)
+        check.get("conf") or {},
+        _context(claim, spec, store).template_vars(spec.timezone),
+        native=bool(check.get("native")),
     )
     run_id = triggered_run_id(target, claim.logical_date, claim.dag_id, claim.run_id,
                               claim.task_id)  # fmt: skip

@@ -164,3 +164,42 @@ with DAG("bad_source", schedule=None) as bad:
     [ti] = harness.store.task_instances(bad.run_id)
     assert "param 'n': 9 is greater than the maximum of 5 (rule maximum: 5)" in ti.error
     assert len(harness.store.list_runs("target")) == 1  # nothing created for the bad conf
+
+
+def test_render_template_as_native_obj_gives_json_values_their_literals_type(
+    harness,
+    write_dag,
+    server,  # noqa: F811
+):
+    """Issue 25: Airflow's render_template_as_native_obj, for the templates that give
+    JSON values (an HTTP body, a trigger's conf); without it they stay text."""
+    write_dag(
+        "native.py",
+        f"""
+from orchestrator import DAG
+from orchestrator.sensors import trigger_dag
+
+with DAG("target", schedule=None, params={{"days": None, "label": None}}) as target:
+    target.shell("noop", "true")
+
+for native in (True, False):
+    with DAG(f"native_{{native}}", schedule=None, params={{"n": 3}},
+             render_template_as_native_obj=native) as dag:
+        dag.http("call", "{server.base}/n", method="POST",
+                 json={{"pair": "[{{{{ params.n }}}}, {{{{ params.n * 2 }}}}]",
+                       "text": "n={{{{ params.n }}}}", "code": "{{{{ '__import__' }}}}('os')"}})
+        trigger_dag("kick", "target", conf={{"days": "[{{{{ params.n }}}}]", "label": "day {{{{ ds }}}}"}})
+""",
+    )
+    harness.parse()
+    assert harness.store.import_errors() == []
+    for native in (True, False):
+        run = harness.store.trigger_run(f"native_{native}", harness.clock.now())
+        assert harness.run_until_finished(run.run_id).state == "success"
+    bodies = [json.loads(r["body"]) for r in server.requests]
+    assert bodies[0] == {"pair": [3, 6], "text": "n=3", "code": "__import__('os')"}
+    assert bodies[1] == {"pair": "[3, 6]", "text": "n=3", "code": "__import__('os')"}
+    confs = sorted(
+        (json.dumps(r.conf["days"]), r.conf["label"][:3]) for r in harness.store.list_runs("target")
+    )
+    assert confs == [('"[3]"', "day"), ("[3]", "day")]
