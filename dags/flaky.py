@@ -13,13 +13,13 @@ with DAG(
 ) as dag:
 
     @task(retries=3, retry_delay=timedelta(seconds=2))
-    def call_api(ctx):
-        if ctx.try_number == 1:
+    def call_api(ti):
+        if ti.try_number == 1:
             raise ConnectionError("the API did not answer (this happens on try 1 on purpose)")
-        ctx.log.info("the API answered on try %d", ctx.try_number)
+        ti.log.info("the API answered on try %d", ti.try_number)
         return {"status": 200}
 
     cleanup = dag.shell(
         "cleanup", "echo cleaning up after try {{ try_number }}", trigger_rule="all_done"
     )
-    call_api >> cleanup
+    call_api() >> cleanup

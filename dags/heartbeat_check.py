@@ -15,6 +15,8 @@ with DAG(
 ) as dag:
 
     @task
-    def ping(ctx):
-        ctx.log.info("ping at %s", ctx.logical_date.isoformat())
+    def ping(ti, logical_date):
+        ti.log.info("ping at %s", logical_date.isoformat())
         return {"ok": True}
+
+    ping()

@@ -26,10 +26,10 @@ with DAG(
 ) as dag:
 
     @task.branch
-    def endpoint(ctx):
+    def endpoint(ti):
         if URL:
             return "notify"
-        ctx.log.info("no endpoint configured: set HTTP_NOTIFY_URL to call one")
+        ti.log.info("no endpoint configured: set HTTP_NOTIFY_URL to call one")
         return []
 
     notify = dag.http(
@@ -39,4 +39,4 @@ with DAG(
         retries=3,  # the web UI starts beside the scheduler: it may not listen yet
         retry_delay=timedelta(seconds=5),
     )
-    endpoint >> notify
+    endpoint() >> notify

@@ -21,10 +21,12 @@ with DAG(
 ) as dag:
 
     @task(outlets=[sales])
-    def load_sales(ctx):
+    def load_sales(ti, logical_date, outlet_events):
         rows = 1200
-        ctx.log.info("loaded %d sales rows for %s", rows, ctx.logical_date.date())
-        ctx.outlet_event(sales, extra={"rows": rows})  # optional metadata on the event
+        ti.log.info("loaded %d sales rows for %s", rows, logical_date.date())
+        outlet_events[sales].extra = {"rows": rows}  # optional metadata on the event
+
+    load_sales()
 
     # a shell task records its outlets' events when it exits 0
     load_costs = dag.shell("load_costs", "echo loading costs for {{ ds }}", outlets=[costs])

@@ -18,8 +18,11 @@ with DAG(
 ) as dag:
 
     @task
-    def report(ctx):
-        for event in ctx.triggering_asset_events:  # what started this run
+    def report(ti, triggering_asset_events):
+        events = [e for uri in triggering_asset_events for e in triggering_asset_events[uri]]
+        for event in events:  # what started this run
             made_by = event.source_run_id or event.emitter
-            ctx.log.info("%s at %s by %s: %s", event.uri, event.at, made_by, event.extra)
-        return {"events": len(ctx.triggering_asset_events)}
+            ti.log.info("%s at %s by %s: %s", event.uri, event.at, made_by, event.extra)
+        return {"events": len(events)}
+
+    report()
