@@ -108,6 +108,8 @@ ROUTE_ROLES: dict[str, str] = {
     # assets (issue 15): read side, and emitting an external event (a state change:
     # it can start runs of the DAGs scheduled on the asset)
     "assets.asset_list": "viewer",
+    "assets.asset_lineage": "viewer",  # issue 27 item 8
+    "assets.api_lineage": "viewer",
     "assets.asset_detail": "viewer",
     "assets.api_assets": "viewer",
     "assets.api_asset": "viewer",

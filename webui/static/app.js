@@ -476,7 +476,17 @@
     });
   }
 
+  // a <select data-autosubmit> submits its form when changed (the lineage graph's focus)
+  function wireAutoSubmit() {
+    document.querySelectorAll("select[data-autosubmit]").forEach(function (select) {
+      select.addEventListener("change", function () {
+        select.form.submit();
+      });
+    });
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
+    wireAutoSubmit();
     wireJsonEditors();
     wireConfirms();
     wireCheckAll();

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import Blueprint, jsonify, render_template, request
+from flask import Blueprint, jsonify, render_template, request, url_for
 from werkzeug.wrappers import Response
 
 from orchestrator.errors import ConfigError
 
 from ..current import get_store, now
 from ..inputs import int_arg, json_body
+from ..lineage import lineage_graph, lineage_svg
 from ..security import current_actor
 
 bp = Blueprint("assets", __name__)
@@ -43,6 +44,54 @@ def _asset_json(a: Any) -> dict[str, Any]:
 @bp.get("/assets")
 def asset_list() -> str:
     return render_template("assets.html", assets=get_store().list_assets())
+
+
+@bp.get("/assets/lineage")
+def asset_lineage() -> str:
+    """Producer DAGs -> assets -> consumer DAGs (issue 27 item 8), optionally only what
+    is connected to the DAG ``?dag=``."""
+    assets = get_store().list_assets()
+    everything = lineage_graph(assets)
+    dags = sorted(d["dag_id"] for _, d in everything.nodes(data=True) if d["kind"] == "dag")
+    focus = _focus(dags)
+    graph = lineage_graph(assets, focus) if focus else everything
+    svg = lineage_svg(
+        graph,
+        url_for("assets.asset_detail", asset_id=0)[:-1],
+        url_for("pages.dag_detail", dag_id="x")[:-1],
+    )
+    return render_template(
+        "lineage.html", svg=svg, dags=dags, focus=focus, nodes=graph.number_of_nodes()
+    )
+
+
+def _focus(dags: list[str]) -> str | None:
+    raw = request.args.get("dag", "")
+    if not raw:
+        return None
+    if raw not in dags:
+        raise ConfigError(
+            f"query parameter 'dag': {raw[:60]!r} produces or consumes no asset "
+            f"(one of: {', '.join(dags[:20]) or 'none'})"
+        )
+    return raw
+
+
+@bp.get("/api/v1/assets/lineage")
+def api_lineage() -> Response:
+    """The lineage graph's nodes and edges as JSON."""
+    g = lineage_graph(get_store().list_assets())
+    nodes = []
+    for node, data in sorted(g.nodes(data=True)):
+        if data["kind"] == "dag":
+            nodes.append({"id": node, "kind": "dag", "dag_id": data["dag_id"]})
+        else:
+            a = data["record"]
+            nodes.append({"id": node, "kind": "asset", "asset_id": a.id, "uri": a.uri,
+                          "last_event_at": a.last_event_at.isoformat() if a.last_event_at
+                          else None})  # fmt: skip
+    edges = [{"source": u, "target": v} for u, v in sorted(g.edges)]
+    return jsonify({"nodes": nodes, "edges": edges})
 
 
 @bp.get("/assets/<int:asset_id>")
