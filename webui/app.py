@@ -146,6 +146,9 @@ def create_app(
     from .views import assets  # issue 15: the assets pages and API
 
     app.register_blueprint(assets.bp)
+    from .views import calendar  # issue 27 item 8: a DAG's year of daily outcomes
+
+    app.register_blueprint(calendar.bp)
     from .views import watchers  # issue 30: asset watchers, deferred tasks, webhooks
 
     app.register_blueprint(watchers.bp)

@@ -109,6 +109,8 @@ ROUTE_ROLES: dict[str, str] = {
     # it can start runs of the DAGs scheduled on the asset)
     "assets.asset_list": "viewer",
     "assets.asset_lineage": "viewer",  # issue 27 item 8
+    "calendar.calendar_page": "viewer",
+    "calendar.calendar_api": "viewer",
     "assets.api_lineage": "viewer",
     "assets.asset_detail": "viewer",
     "assets.api_assets": "viewer",

@@ -485,8 +485,24 @@
     });
   }
 
+  // the calendar (issue 27 item 8): a day's button shows its runs below the year
+  function wireCalendar() {
+    var out = document.querySelector(".calendar-day");
+    if (!out) return;
+    document.querySelectorAll(".calendar button.day").forEach(function (button) {
+      button.addEventListener("click", function () {
+        document.querySelectorAll(".calendar button.day.chosen").forEach(function (b) {
+          b.classList.remove("chosen");
+        });
+        button.classList.add("chosen");
+        out.textContent = button.getAttribute("data-text");
+      });
+    });
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
     wireAutoSubmit();
+    wireCalendar();
     wireJsonEditors();
     wireConfirms();
     wireCheckAll();

@@ -7,6 +7,7 @@ from orchestrator.store.reads.explain_store import ExplainStore
 from orchestrator.store.reads.health import HealthStore
 from orchestrator.store.reads.mapped_pages import GroupPagesStore, MappedPagesStore
 from orchestrator.store.reads.metrics_facts import MetricsFactsStore
+from orchestrator.store.reads.run_calendar import RunCalendarStore
 from orchestrator.store.reads.run_pages import RunPagesStore
 
 
@@ -15,6 +16,7 @@ class ReadsAggregate(
     RunPagesStore,
     MappedPagesStore,
     GroupPagesStore,
+    RunCalendarStore,
     HealthStore,
     MetricsFactsStore,
     ExplainStore,
