@@ -42,6 +42,7 @@
         });
         wireConfirms();
         wireGroups();
+        if (window.orchestratorGraphView) window.orchestratorGraphView.wire();
         refreshLogs(doc);
       });
   }
