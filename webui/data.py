@@ -20,7 +20,7 @@ from orchestrator.authoring.context import TaskContext
 from orchestrator.authoring.http_request import Request, loggable_url, render_request
 from orchestrator.authoring.spec import DagSpec
 from orchestrator.authoring.templating import render_command
-from orchestrator.errors import OrchestratorError
+from orchestrator.errors import ConfigError, OrchestratorError
 from orchestrator.scheduling.explain import Reason, explain_task
 from orchestrator.store import Store
 from orchestrator.store.core.records import RunRecord
@@ -91,9 +91,11 @@ def dag_page(
     run_id: str = "",
     state: str = "",
     page: int = 1,
+    expand: str = "",
 ) -> dict[str, Any]:
     dag = store.get_dag(dag_id)
     spec = store.spec(dag_id, dag.version_hash)
+    expanded = _expanded(expand, spec)
     columns = grid_runs(len(spec.tasks))
     runs, cells = grid(store, dag_id, limit=columns)
     selected = next((r for r in runs if r.run_id == run_id), runs[-1] if runs else None)
@@ -127,7 +129,7 @@ def dag_page(
         "selected": selected,
         "states": states,
         "map_counts": map_counts,
-        "graph": layouts.get(store, spec, dag_id, dag.version_hash),
+        "graph": layouts.get(store, spec, dag_id, dag.version_hash, expanded),
         "source": store.version_source(dag_id, dag.version_hash),
         "versions": (versions := store.dag_versions(dag_id)[::-1][:VERSIONS_SHOWN]),
         "version_changes": store.changes_between(dag_id, versions),
@@ -159,7 +161,17 @@ def run_facts(store: Store, run_id: str) -> dict[str, Any]:
     }
 
 
-def run_page(store: Store, layouts: Layouts, run_id: str, now: datetime) -> dict[str, Any]:
+def _expanded(raw: str, spec: Any) -> frozenset[str]:
+    """The graph's open task groups from the ``expand`` query parameter (issue 27)."""
+    try:
+        return task_groups.expanded_of(raw, task_groups.groups_of(spec))
+    except ValueError as exc:
+        raise ConfigError(f"query parameter 'expand': {exc}") from None
+
+
+def run_page(
+    store: Store, layouts: Layouts, run_id: str, now: datetime, expand: str = ""
+) -> dict[str, Any]:
     """What :func:`run_facts` reads, as much as the page shows of it (task instances
     and tries as ``store.reads.run_pages.TaskLine`` / ``TryLine`` tuples, not records),
     and what only the page draws: the graph and the Gantt chart."""
@@ -183,7 +195,7 @@ def run_page(store: Store, layouts: Layouts, run_id: str, now: datetime) -> dict
         "tries": tries,
         "states": states,
         "map_counts": counts,
-        "graph": layouts.get(store, spec, run.dag_id, run.version_hash),
+        "graph": layouts.get(store, spec, run.dag_id, run.version_hash, _expanded(expand, spec)),
         "gantt": gantt(run, tis, tries, order, upstream, now),
         "end": run.end_date or (now if run.start_date else None),
         **run_version(store, run),

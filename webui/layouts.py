@@ -38,11 +38,23 @@ class Layouts:
 
     def __init__(self, keep: int = KEEP) -> None:
         self.keep = keep
-        self._items: OrderedDict[tuple[str, str], Drawing] = OrderedDict()
+        self._items: OrderedDict[tuple[str, ...], Drawing] = OrderedDict()
         self._lock = threading.Lock()  # guards _items; held only for dict operations
         self._making = threading.Lock()  # one layout made at a time per process
 
-    def get(self, store: Store, spec: DagSpec, dag_id: str, version_hash: str) -> Drawing:
+    def get(
+        self,
+        store: Store,
+        spec: DagSpec,
+        dag_id: str,
+        version_hash: str,
+        expanded: frozenset[str] = frozenset(),
+    ) -> Drawing:
+        """The drawing of a DAG version; a DAG with task groups is drawn with its groups
+        closed (each one node) but those in ``expanded`` (issue 27 item 1)."""
+        groups = task_groups.groups_of(spec)
+        if groups:
+            return self._grouped(spec, dag_id, version_hash, groups, expanded)
         key = (dag_id, version_hash)
         found = self._cached(key)
         if found is not None:
@@ -71,7 +83,36 @@ class Layouts:
                     self._items.popitem(last=False)
             return drawing
 
-    def _cached(self, key: tuple[str, str]) -> Drawing | None:
+    def _grouped(
+        self,
+        spec: DagSpec,
+        dag_id: str,
+        version_hash: str,
+        groups: dict[str, str],
+        expanded: frozenset[str],
+    ) -> Drawing:
+        """A grouped DAG's drawing for one set of open groups, laid out once per set
+        (in memory: a closed group shrinks the graph, so these are quick to make)."""
+        key = (dag_id, version_hash, ",".join(sorted(expanded)))
+        found = self._cached(key)
+        if found is not None:
+            return found
+        with self._making:
+            found = self._cached(key)
+            if found is not None:
+                return found
+            graph, boxes_of, closed = task_groups.contract(spec.graph, groups, expanded)
+            lay = graph_layout.layout(graph, boxes_of)
+            outlets = {t.task_id: t.outlets for t in spec.tasks.values() if t.outlets}
+            sensors = frozenset(t for t, spec_t in spec.tasks.items() if spec_t.sensor)
+            drawing = Drawing(lay, outlets, boxes_of, sensors, closed, expanded)
+            with self._lock:
+                self._items[key] = drawing
+                while len(self._items) > self.keep:
+                    self._items.popitem(last=False)
+            return drawing
+
+    def _cached(self, key: tuple[str, ...]) -> Drawing | None:
         with self._lock:
             found = self._items.get(key)
             if found is not None:

@@ -77,7 +77,9 @@ def lineage_svg(graph: nx.DiGraph, asset_href: str, dag_href: str) -> Markup:
             a = data["record"]
             href = f"{asset_href}{a.id}"
             label = a.name
-            sub = f"last event {utc(a.last_event_at)}" if a.last_event_at else "no event yet"
+            sub = (
+                f"last {utc(a.last_event_at, seconds=False)}" if a.last_event_at else "no event yet"
+            )
             cls = "lineage-asset"
         short = label if len(label) <= 22 else label[:21] + "…"
         parts.append(

@@ -65,8 +65,15 @@ class Drawing:
         outlets: Mapping[str, Iterable[str]] | None = None,
         groups: Mapping[str, str] | None = None,
         sensors: frozenset[str] = frozenset(),
+        closed: Mapping[str, tuple[str, ...]] | None = None,
+        expanded: frozenset[str] = frozenset(),
     ) -> None:
         self.layout = layout
+        # issue 27 item 1: a closed task group is a node of its own (its path: its id)
+        # standing for its tasks; ``expanded`` are the open groups, drawn as boxes
+        self.closed = dict(closed or {})
+        self.expanded = expanded
+        self._sizes = {g: len(ts) for g, ts in self.closed.items()}
         self.sensors = sensors  # task ids drawn as sensors (class "sensor", issue 15)
         # issue 15: a task with outlets is drawn with an asset mark and named in its title
         outlets = {k: tuple(v) for k, v in (outlets or {}).items() if v}
@@ -74,7 +81,7 @@ class Drawing:
             k: (" has-outlets", str(escape(" · outlets: " + ", ".join(v))))
             for k, v in outlets.items()
         }
-        # issue 14: task groups (task_id -> group path) drawn as boxes (task_groups.py)
+        # issue 14: open task groups (node -> group path) drawn as boxes (task_groups.py)
         self.groups = dict(groups or {})
         self._boxes = task_groups.boxes(layout.nodes, self.groups)
         x, y, w, h = 0.0, 0.0, layout.width, layout.height
@@ -99,7 +106,7 @@ class Drawing:
                 f'<rect x="{n.x}" y="{n.y}" width="{n.w}" height="{n.h}" rx="7"></rect>'
                 f'<rect class="node-stripe" x="{n.x}" y="{n.y}" width="6" height="{n.h}" '
                 f'rx="3"></rect><text x="{n.x + 16}" y="{n.y + n.h / 2 + 4.5}">'
-                f"{escape(n.label)}</text>"
+                f"{escape(self._label(n))}</text>"
                 + (
                     f'<circle class="outlet-mark" cx="{n.x + n.w - 10}" cy="{n.y + 10}" r="4">'
                     "</circle>"
@@ -110,6 +117,13 @@ class Drawing:
             )
             for n in layout.nodes
         ]
+
+    def _label(self, n: Any) -> str:
+        if n.id not in self.closed:
+            return n.label
+        name = "▸ " + n.id.rsplit(".", 1)[-1]
+        limit = int(n.w / 7.2) - 6  # room for the count
+        return name if len(name) <= limit else name[: limit - 1] + "…"
 
     @property
     def nodes(self) -> list[Any]:
@@ -127,8 +141,19 @@ class Drawing:
         it has, lists them by state in its title and links to its instance list."""
         of = _states()
         counts = counts or {}
-        parts = [self._head, self._edges, task_groups.svg_boxes(self._boxes, states)]
+        if self.closed:  # a closed group's node: its tasks' state and instances
+            states = dict(states)
+            for g, tasks in self.closed.items():
+                states[g] = task_groups.group_state(states.get(t, "none") for t in tasks)
+        parts = [
+            self._head,
+            self._edges,
+            task_groups.svg_boxes(self._boxes, states, self.expanded, self._sizes),
+        ]
         for task_id, eid, qid, (cx, cy), body, kind in self._nodes:
+            if task_id in self.closed:
+                parts.append(self._group_node(task_id, eid, (cx, cy), body, states, counts))
+                continue
             cls, st = of(states.get(task_id, "none"))
             mapped = counts.get(task_id)
             extra, href = "", f"{task_href}{qid}"
@@ -136,8 +161,7 @@ class Drawing:
             extra_cls += kind  # " sensor" (issue 15)
             name = f"{eid} (sensor)" if kind else eid
             data = f'data-task-id="{eid}" data-state="{st}"'
-            if task_id in self.groups:  # hidden while its group is collapsed (app.js)
-                extra_cls += " hidden-in-group"
+            if task_id in self.groups:  # in an open group's box
                 data += f' data-group="{escape(self.groups[task_id])}"'
             if mapped:  # issue 14: a mapped task's node counts its instances
                 text = escape(counts_text(mapped))
@@ -157,6 +181,36 @@ class Drawing:
                 parts.append(f'{head}<a href="{href}">{title}{body}{extra}</a></g>')
         parts.append("</svg>")
         return Markup("".join(parts))
+
+    def _group_node(
+        self,
+        path: str,
+        epath: str,
+        at: tuple[float, float],
+        body: str,
+        states: Mapping[str, str],
+        counts: Mapping[str, Mapping[str, int]],
+    ) -> str:
+        """A closed group's node: its name, its task instances' count, the state that
+        matters most among its tasks; a click opens it (``data-expand``, app.js)."""
+        tasks = self.closed[path]
+        state = states.get(path, "none")
+        instances = sum(sum(counts[t].values()) if t in counts else 1 for t in tasks)
+        by_state: dict[str, int] = {}
+        for t in tasks:
+            for s, n in counts[t].items() if t in counts else [(states.get(t, "none"), 1)]:
+                by_state[s] = by_state.get(s, 0) + n
+        text = escape(counts_text(by_state))
+        after = escape(task_groups.toggled(self.expanded, path))
+        cx, cy = at
+        return (
+            f'<g class="node group-node state-{escape(state)}" data-group-node="{epath}" '
+            f'data-state="{escape(state)}" data-expand="{after}" tabindex="0" role="button" '
+            f'aria-expanded="false" aria-label="open task group {epath}">'
+            f"<title>task group {epath}: {escape(state)} · {len(tasks)} tasks · {text}</title>"
+            f'{body}<text class="map-count" x="{cx}" y="{cy}" text-anchor="end">'
+            f"[{instances}]</text></g>"
+        )
 
 
 def task_href(run_id: str) -> str:

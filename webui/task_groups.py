@@ -100,23 +100,33 @@ def bounds(items: list[Box], width: float, height: float) -> tuple[float, float,
     return x0, y0, x1 - x0, y1 - y0
 
 
-def svg_boxes(items: list[Box], states: Mapping[str, str]) -> str:
-    """The boxes' SVG, each collapsed, coloured by its group's state in ``states``."""
+def svg_boxes(
+    items: list[Box],
+    states: Mapping[str, str],
+    expanded: frozenset[str] = frozenset(),
+    sizes: Mapping[str, int] | None = None,
+) -> str:
+    """The boxes' SVG: each an open group's outline around its nodes, its label a
+    button that closes it (``data-expand``: the ``expand`` value after the click).
+    ``sizes``: how many tasks a node stands for (a closed group's node: its tasks)."""
     parts = []
+    sizes = sizes or {}
     for b in items:
         state = group_state(states.get(t, "none") for t in b.tasks)
         path = str(escape(b.path))
         label = str(escape(b.path.rsplit(".", 1)[-1]))
-        n = len(b.tasks)
-        hidden = " hidden-in-group" if b.depth else ""
+        n = sum(sizes.get(t, 1) for t in b.tasks)
+        after = str(escape(toggled(expanded, b.path)))
         parts.append(
-            f'<g class="group-box collapsed state-{escape(state)}{hidden}" data-group="{path}" '
-            f'data-state="{escape(state)}" tabindex="0" role="button" aria-expanded="false" '
-            f'aria-label="task group {path}: {escape(state)}, {n} tasks">'
-            f"<title>{path}: {escape(state)} ({n} task{'s' if n != 1 else ''})</title>"
+            f'<g class="group-box expanded state-{escape(state)}" data-group="{path}" '
+            f'data-state="{escape(state)}" data-expand="{after}">'
             f'<rect x="{b.x:.1f}" y="{b.y:.1f}" width="{b.w:.1f}" height="{b.h:.1f}" rx="9"></rect>'
-            f'<text x="{b.x + 10:.1f}" y="{b.y + 14:.1f}"><tspan class="group-toggle">▸</tspan> '
-            f'{label} <tspan class="muted">({n})</tspan></text></g>'
+            f'<g class="group-label" tabindex="0" role="button" aria-expanded="true" '
+            f'aria-label="close task group {path}">'
+            f"<title>{path}: {escape(state)} ({n} task{'s' if n != 1 else ''}); click to close"
+            f"</title>"
+            f'<text x="{b.x + 10:.1f}" y="{b.y + 14:.1f}"><tspan class="group-toggle">▾</tspan> '
+            f'{label} <tspan class="muted">({n})</tspan></text></g></g>'
         )
     return "".join(parts)
 
@@ -144,3 +154,68 @@ def grid_plan(tasks: Iterable[str], groups: Mapping[str, str]) -> list[tuple[str
 
     walk("", 0)
     return out
+
+
+# -- collapsed groups as nodes of their own (issue 27 item 1) ------------------------------
+def all_paths(groups: Mapping[str, str]) -> set[str]:
+    """Every group path (nested ones included) of ``groups`` (task_id -> path)."""
+    return {p for path in groups.values() for p in ancestors(path)}
+
+
+def expanded_of(raw: str, groups: Mapping[str, str]) -> frozenset[str]:
+    """The ``expand`` query parameter (comma-separated group paths) as the set of open
+    groups; a path whose parent is closed is closed too. ValueError naming an unknown
+    path."""
+    known = all_paths(groups)
+    asked = [p for p in (x.strip() for x in raw.split(",")) if p]
+    unknown = [p for p in asked if p not in known]
+    if unknown:
+        raise ValueError(
+            f"{unknown[0][:80]!r} is not a task group of this DAG "
+            f"(its groups: {', '.join(sorted(known)[:20]) or 'none'})"
+        )
+    chosen = set(asked)
+    return frozenset(p for p in chosen if all(a in chosen for a in ancestors(p)))
+
+
+def contract(
+    graph: Any, groups: Mapping[str, str], expanded: frozenset[str]
+) -> tuple[Any, dict[str, str], dict[str, tuple[str, ...]]]:
+    """``graph`` with each closed group drawn as one node: (the graph, node -> the open
+    group whose box holds it, closed group node -> its tasks). A closed group's node id
+    is its path (a task id never equals a group path)."""
+    import networkx as nx
+
+    def shown(task_id: str) -> str:
+        for p in ancestors(groups[task_id]) if task_id in groups else []:
+            if p not in expanded:
+                return p
+        return task_id
+
+    rep = {t: shown(t) for t in graph.nodes}
+    out = nx.DiGraph()
+    out.add_nodes_from(dict.fromkeys(rep[t] for t in graph.nodes))
+    out.add_edges_from((rep[u], rep[v]) for u, v in graph.edges if rep[u] != rep[v])
+    members: dict[str, list[str]] = {}
+    for t, node in rep.items():
+        if node != t:
+            members.setdefault(node, []).append(t)
+    boxes_of: dict[str, str] = {}
+    for node in out.nodes:
+        if node in members:  # a closed group: in its parent's box, if it has one
+            parent = node.rsplit(".", 1)[0] if "." in node else None
+            if parent is not None:
+                boxes_of[node] = parent
+        elif node in groups:
+            boxes_of[node] = groups[node]
+    return out, boxes_of, {g: tuple(ts) for g, ts in members.items()}
+
+
+def toggled(expanded: frozenset[str], path: str) -> str:
+    """The ``expand`` value after a click on ``path``: opened, or closed with the
+    groups inside it."""
+    if path in expanded:
+        keep = {p for p in expanded if p != path and not p.startswith(path + ".")}
+    else:
+        keep = set(expanded) | {path}
+    return ",".join(sorted(keep))

@@ -37,6 +37,7 @@ def test_pages_need_no_inline_script_or_style(client, make_dag, make_runs):
         assert scripts == [
             '<script src="/static/theme.js">',  # dark mode, before the body is drawn
             '<script src="/static/app.js" defer>',
+            '<script src="/static/graph_view.js" defer>',  # pan, zoom, groups (issue 27)
         ], path
         assert "style=" not in html and "<style" not in html
 

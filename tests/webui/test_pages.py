@@ -9,7 +9,7 @@ from sqlalchemy import event
 
 START = datetime(2026, 1, 1, tzinfo=UTC)  # the start of the fixtures' clock
 XSS = ["<script>alert(1)</script>", '"><img src=x onerror=alert(1)>']
-INLINE_SCRIPT = re.compile(r"<script(?![^>]*\bsrc=\"/static/(app|theme)\.js\")")
+INLINE_SCRIPT = re.compile(r"<script(?![^>]*\bsrc=\"/static/(app|theme|graph_view)\.js\")")
 
 
 def marks_of(html: str, dag_id: str) -> list[str]:

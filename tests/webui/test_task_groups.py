@@ -62,9 +62,29 @@ def test_group_state_and_boxes_are_pure():
 def test_the_graph_and_grid_markup_group_their_tasks(client, store):
     run_id = _grouped(store)
     html = client.get("/dags/grouped").get_data(as_text=True)
-    assert 'class="group-box collapsed state-scheduled" data-group="extract"' in html
-    assert 'data-group="extract.inner"' in html
-    assert 'data-task-id="extract.a" data-state="scheduled" data-group="extract"' in html
+    # issue 27: a closed group is a node of its own, with its state and task count,
+    # wired by edges with arrowheads; its tasks are not drawn
+    assert 'class="node group-node state-scheduled" data-group-node="extract"' in html
+    assert 'data-expand="extract"' in html and ">[3]</text>" in html
+    assert 'data-task-id="extract.a"' not in html and 'data-group-node="extract.inner"' not in html
+    assert 'data-source="start" data-target="extract"' in html
+    assert 'data-source="extract" data-target="end"' in html
+    # opened: its tasks in a box whose label closes it; the nested group a node of its own
+    open_ = client.get("/dags/grouped?expand=extract").get_data(as_text=True)
+    assert 'class="group-box expanded state-scheduled" data-group="extract"' in open_
+    assert 'data-group="extract" data-state="scheduled" data-expand=""' in open_
+    assert 'data-task-id="extract.a" data-state="scheduled" data-group="extract"' in open_
+    assert 'data-group-node="extract.inner"' in open_
+    assert 'data-expand="extract,extract.inner"' in open_
+    both = client.get("/dags/grouped?expand=extract,extract.inner").get_data(as_text=True)
+    assert 'data-task-id="extract.inner.c"' in both and "data-group-node" not in both
+    # a nested group without its parent stays closed; an unknown one is a 400 naming it
+    alone = client.get("/dags/grouped?expand=extract.inner").get_data(as_text=True)
+    assert 'data-group-node="extract"' in alone
+    bad = client.get("/dags/grouped?expand=extract,<b>nope</b>")
+    assert bad.status_code == 400
+    body = bad.get_data(as_text=True)
+    assert "query parameter" in body and "expand" in body and "<b>nope" not in body
     # the grid: a header row for each group, its tasks' rows after it, folded
     assert html.index('<tr class="group-row collapsed" data-group="extract">') < html.index(
         'title="extract.a"'
@@ -76,13 +96,16 @@ def test_the_graph_and_grid_markup_group_their_tasks(client, store):
         t["task_id"]: t["group"] for t in client.get("/api/v1/dags/grouped").get_json()["tasks"]
     }
     assert tasks["extract.inner.c"] == "extract.inner" and tasks["start"] is None
-    # the run page draws the same boxes
+    # the run page draws the same group node, and opens it the same way
     page = client.get(f"/runs/{run_id}").get_data(as_text=True)
-    assert 'data-group="extract"' in page
+    assert 'data-group-node="extract"' in page
+    assert 'data-task-id="extract.b"' in client.get(f"/runs/{run_id}?expand=extract").get_data(
+        as_text=True
+    )
 
 
 @pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
-def test_a_group_box_and_a_grid_group_open_on_click_in_a_real_browser(
+def test_a_group_node_and_a_grid_group_open_on_click_in_a_real_browser(
     chromium_path,  # noqa: F811
     live_url,  # noqa: F811
     store,
@@ -98,25 +121,30 @@ def test_a_group_box_and_a_grid_group_open_on_click_in_a_real_browser(
             errors: list[str] = []
             page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
             assert page.goto(live_url + "/dags/grouped").status == 200
-            box = page.locator('svg.graph .group-box[data-group="extract"]')
-            inner = page.locator('svg.graph .group-box[data-group="extract.inner"]')
+            nodes = page.locator("svg.graph g.node")
+            group = page.locator('svg.graph .group-node[data-group-node="extract"]')
             a = page.locator('svg.graph .node[data-task-id="extract.a"]')
-            expect(box).to_be_visible()
-            expect(box).to_have_attribute("aria-expanded", "false")
-            expect(a).to_be_hidden()
-            expect(inner).to_be_hidden()
-            expect(page.locator('svg.graph .node[data-task-id="start"]')).to_be_visible()
+            expect(nodes).to_have_count(3)  # start, the extract group, end
+            expect(group).to_be_visible()
+            expect(group).to_have_attribute("aria-expanded", "false")
+            expect(a).to_have_count(0)
             _shot(page, tmp_path / "task_groups_closed.png")
-            box.locator("text").click()
-            expect(box).to_have_attribute("aria-expanded", "true")
+            group.click()
             expect(a).to_be_visible()
-            expect(inner).to_be_visible()  # nested: shown, still closed
-            expect(page.locator('svg.graph .node[data-task-id="extract.inner.c"]')).to_be_hidden()
-            inner.locator("text").click()
+            expect(page).to_have_url(f"{live_url}/dags/grouped?expand=extract")
+            expect(nodes).to_have_count(5)  # start, a, b, the inner group, end
+            inner = page.locator('svg.graph .group-node[data-group-node="extract.inner"]')
+            expect(inner).to_be_visible()  # nested: a node, still closed
+            inner.click()
             expect(page.locator('svg.graph .node[data-task-id="extract.inner.c"]')).to_be_visible()
+            expect(nodes).to_have_count(5)  # the inner group's node became its one task
             _shot(page, tmp_path / "task_groups_open.png")
-            box.locator("rect").first.click(position={"x": 20, "y": 8})
-            expect(a).to_be_hidden()  # closed again
+            label = page.locator('svg.graph .group-box[data-group="extract"] .group-label')
+            label.focus()
+            page.keyboard.press("Enter")  # the label closes it, the inner group with it
+            expect(a).to_have_count(0)
+            expect(nodes).to_have_count(3)
+            expect(page).to_have_url(f"{live_url}/dags/grouped")
 
             header = page.locator('.grid tr.group-row[data-group="extract"] th')
             member = page.locator('.grid th.task-name[title="extract.a"]')

@@ -53,7 +53,7 @@ ALLOWED_TAGS = {
 }  # fmt: skip
 
 
-SCRIPTS = ("/static/app.js", "/static/theme.js")
+SCRIPTS = ("/static/app.js", "/static/theme.js", "/static/graph_view.js")
 
 
 class Markup(HTMLParser):

@@ -47,9 +47,10 @@
       });
   }
 
-  // Task groups (issue 14): a group's box in the graph and its header row in the grid
-  // open and close on click (or Enter); what is open survives the live refreshes.
-  var openGroups = { graph: {}, grid: {} };
+  // Task groups (issue 14): a group's header row in the grid opens and closes on click
+  // (or Enter); what is open survives the live refreshes. (The graph's groups: issue 27,
+  // static/graph_view.js.)
+  var openGroups = { grid: {} };
 
   function allOpen(open, path, strict) {
     var parts = path.split(".");
@@ -61,20 +62,8 @@
   }
 
   function applyGroups() {
-    var g = openGroups.graph, r = openGroups.grid;
-    document.querySelectorAll("svg.graph .group-box").forEach(function (box) {
-      var path = box.getAttribute("data-group");
-      var open = !!g[path];
-      box.classList.toggle("collapsed", !open);
-      box.classList.toggle("expanded", open);
-      box.setAttribute("aria-expanded", open ? "true" : "false");
-      var mark = box.querySelector(".group-toggle");
-      if (mark) mark.textContent = open ? "\u25BE" : "\u25B8";
-      box.classList.toggle("hidden-in-group", !allOpen(g, path, true));
-    });
-    document.querySelectorAll("svg.graph .node[data-group]").forEach(function (node) {
-      node.classList.toggle("hidden-in-group", !allOpen(g, node.getAttribute("data-group"), false));
-    });
+    // the graph's groups open and close on the server (static/graph_view.js)
+    var r = openGroups.grid;
     document.querySelectorAll(".grid tr.group-row").forEach(function (row) {
       var path = row.getAttribute("data-group");
       var open = !!r[path];
@@ -105,9 +94,6 @@
         if (ev.key === "Enter" || ev.key === " ") toggle(ev);
       });
     }
-    document.querySelectorAll("svg.graph .group-box").forEach(function (box) {
-      wire(box, openGroups.graph, box.getAttribute("data-group"));
-    });
     document.querySelectorAll(".grid tr.group-row > th").forEach(function (th) {
       wire(th, openGroups.grid, th.parentNode.getAttribute("data-group"));
     });

@@ -28,7 +28,7 @@
       svg.setAttribute("data-view-wired", "1");
       var full = box(svg.getAttribute("viewBox"));
       var nodes = svg.querySelectorAll("g.node").length;
-      var height = clamp(full[3], 160, Math.max(window.innerHeight * 0.7, 240));
+      var height = clamp(full[3] + 8, 120, Math.max(window.innerHeight * 0.7, 240));
       svg.setAttribute("width", "100%");
       svg.setAttribute("height", String(Math.round(height)));
       svg.setAttribute("preserveAspectRatio", "xMinYMin meet");
@@ -179,6 +179,50 @@
       }
     });
   }
+
+  // A closed task group is a node of its own; a click (or Enter) on it, or on an open
+  // group's label, asks the server for the graph with that group opened or closed (the
+  // "expand" query parameter, kept in the address for the live refreshes and a reload)
+  // and puts it in place of the old one.
+  function toggleGroup(el) {
+    var card = el.closest(".graph-card");
+    var cards = Array.prototype.slice.call(document.querySelectorAll(".graph-card"));
+    var index = cards.indexOf(card);
+    var after = el.closest("[data-expand]").getAttribute("data-expand");
+    var url = new URL(window.location.href);
+    if (after) url.searchParams.set("expand", after);
+    else url.searchParams.delete("expand");
+    fetch(url.toString(), { credentials: "same-origin" })
+      .then(function (r) { return r.ok ? r.text() : null; })
+      .then(function (html) {
+        if (html === null) return;
+        var doc = new DOMParser().parseFromString(html, "text/html");
+        var fresh = doc.querySelectorAll(".graph-card")[index];
+        if (!fresh) return;
+        delete views[index];
+        card.replaceWith(document.importNode(fresh, true));
+        window.history.replaceState(window.history.state, "", url.toString());
+        wire();
+      });
+  }
+
+  function groupTarget(ev) {
+    return ev.target.closest && ev.target.closest("svg.graph .group-node, svg.graph .group-label");
+  }
+
+  document.addEventListener("click", function (ev) {
+    var el = groupTarget(ev);
+    if (!el) return;
+    ev.preventDefault();
+    toggleGroup(el);
+  });
+  document.addEventListener("keydown", function (ev) {
+    if (ev.key !== "Enter" && ev.key !== " ") return;
+    var el = groupTarget(ev);
+    if (!el) return;
+    ev.preventDefault();
+    toggleGroup(el);
+  });
 
   window.orchestratorGraphView = { wire: wire };
   document.addEventListener("DOMContentLoaded", wire);

@@ -34,6 +34,7 @@ def dag_detail(dag_id: str) -> str:
         run_id=request.args.get("run_id", ""),
         state=request.args.get("state", ""),
         page=int_arg("page", 1, hi=MAX_PAGE) or 1,
+        expand=request.args.get("expand", ""),  # issue 27: the graph's open task groups
     )
     return render_template(
         "dag_detail.html",

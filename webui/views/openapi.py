@@ -14,12 +14,14 @@ ROUTES: list[tuple[str, str, str, tuple[str, ...], dict[str, str]]] = [
     ("get", "/dags/{dag_id}/runs", "A page of runs, newest first", ("state", "limit", "offset"), {}),
     ("get", "/dags/{dag_id}/grid", "Latest runs x tasks", ("limit",), {}),
     ("get", "/dags/{dag_id}/summary", "Latest runs with task states counted: cheap to poll", ("limit",), {}),
+    ("get", "/dags/{dag_id}/calendar", "A year of the DAG's runs counted by state per day of its timezone", ("year",), {}),
     ("get", "/runs/{run_id}", "A run with its task instances and tries", (), {}),
     ("get", "/runs/{run_id}/summary", "A run's state, task states counted, tries: cheap to poll", (), {}),
     ("get", "/runs/{run_id}/tasks/{task_id}", "A task instance: tries, results, why waiting", (), {}),
     ("get", "/runs/{run_id}/tasks/{task_id}/tries/{try_number}/log", "A try's log (tail, or from offset); format=html: a page of numbered lines (offset, before, line); q: the matching lines of the whole log", ("offset", "before", "line", "format", "q"), {}),
     ("get", "/runs/{run_id}/tasks/{task_id}/instances", "A mapped task's instances, 100 a page", ("state", "page"), {}),
     ("get", "/runs/{run_id}/tasks/{task_id}/map/{map_index}", "One instance of a mapped task", (), {}),
+    ("get", "/runs/{run_id}/groups/{group}/instances", "A mapped task group's instances, 100 a page: each one's tasks' states and names", ("page",), {}),
     ("get", "/runs/{run_id}/tasks/{task_id}/map/{map_index}/tries/{try_number}/log", "A mapped instance's try's log (as above)", ("offset", "before", "line", "format", "q"), {}),
     ("get", "/events", "The event log, newest first", ("dag_id", "run_id", "kind", "actor", "before", "limit"), {}),
     ("get", "/import-errors", "DAG files that failed to import", (), {}),
@@ -46,6 +48,7 @@ ROUTES: list[tuple[str, str, str, tuple[str, ...], dict[str, str]]] = [
     # issue 15: assets
     ("get", "/assets", "Assets with their producers, consumers and last event", (), {}),
     ("get", "/assets/{asset_id}", "One asset and its recent events", ("limit",), {}),
+    ("get", "/assets/lineage", "The lineage graph: producer DAGs, assets, consumer DAGs", (), {}),
     ("get", "/assets/events", "Asset events, newest first", ("uri", "asset_id", "run_id", "limit"), {}),
     ("post", "/assets/events", "Emit an external event for a known asset", (), {"uri": "string", "extra": "object"}),
     # issue 30: asset watchers and deferred tasks

@@ -6,7 +6,7 @@ import re
 from datetime import timedelta
 from typing import Any
 
-from flask import Blueprint, render_template
+from flask import Blueprint, render_template, request
 from werkzeug.wrappers import Response
 
 from orchestrator.errors import NotFoundError
@@ -22,7 +22,7 @@ bp = Blueprint("runs", __name__)
 @bp.get("/runs/<run_id>")
 def run_detail(run_id: str) -> str:
     store = get_store()
-    ctx = data.run_page(store, get_layouts(), run_id, now())
+    ctx = data.run_page(store, get_layouts(), run_id, now(), expand=request.args.get("expand", ""))
     # issue 15: the asset events an asset-triggered run consumed
     consumed = store.asset_events(run_id=run_id) if "__asset_triggered__" in run_id else []
     return render_template("run.html", asset_events=consumed, **ctx)
