@@ -142,6 +142,7 @@ class DAG:
         default_args: dict[str, Any] | None = None,
         catchup: bool | None = None,
         doc_md: str | None = None,
+        strict_conf: bool = False,  # issue 26: refuse conf keys that are not params
     ) -> None:
         where = _caller()
         self.fileloc, self.lineno = where
@@ -150,6 +151,9 @@ class DAG:
         if doc_md is not None and not isinstance(doc_md, str):
             raise _fail(f"DAG {dag_id!r}: doc_md must be a string (Markdown)", where)
         self.doc_md = doc_md
+        if not isinstance(strict_conf, bool):
+            raise _fail(f"DAG {dag_id!r}: strict_conf must be True or False", where)
+        self.strict_conf = strict_conf
         # options every task gets unless it gives its own; start/end dates as fallbacks
         self.task_defaults, fallbacks = split_default_args(default_args, dag_id, where)
         start_date = start_date if start_date is not None else fallbacks.get("start_date")
