@@ -32,6 +32,12 @@ class ParamValidationError(ConfigError):
     param and the rule. The CLI exits 2 for it (a wrong argument), the API answers 400."""
 
 
+class UsageError(ConfigError):
+    """A command-line argument the parser let through but the command refuses (issue 26):
+    two forms of a command mixed, a regex that matches nothing, no terminal to confirm
+    on. The CLI exits 2 for it, as for any usage error."""
+
+
 class NotFoundError(OrchestratorError):
     """A DAG, run or task instance asked for does not exist."""
 
