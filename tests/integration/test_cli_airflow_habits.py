@@ -42,8 +42,9 @@ with DAG("etl", schedule=None) as etl:
 with DAG("list", schedule="@daily", start_date=datetime(2026, 1, 1), paused=True) as named_list:
     named_list.shell("only", "true")
 
-with DAG("create", schedule="@daily", start_date=datetime(2026, 1, 1), paused=True) as create:
-    create.shell("only", "true")
+for name in ("create", "status", "cancel"):  # named like sub-verbs, as "list" above
+    with DAG(name, schedule="@daily", start_date=datetime(2026, 1, 1), paused=True) as d:
+        d.shell("only", "true")
 """
 
 DAY = [datetime(2026, 1, d, tzinfo=UTC) for d in (1, 2, 3)]
@@ -400,6 +401,27 @@ def test_backfill_create_bad_input_exits_2_and_creates_nothing(cli, store, capsy
     assert cli("backfill", *argv) == 2
     assert message in _one_error_line(capsys)
     assert store.list_runs() == [] and store.list_backfills() == []
+
+
+@pytest.mark.parametrize("name", ["list", "status", "cancel", "create"])
+def test_a_dag_named_like_a_sub_verb_is_never_misread(cli, store, capsys, name):
+    capsys.readouterr()
+    assert cli("backfill", name, "--start", "2026-01-01", "--end", "2026-01-01", "--no-wait") == 0
+    argv = ("backfill", "create", "--dag-id", name, "--from-date", "2026-01-02")
+    assert cli(*argv, "--to-date", "2026-01-02", "--no-wait") == 0
+    assert [r.logical_date for r in store.list_runs(name)] == [DAY[1], DAY[0]]
+    assert {r.dag_id for r in store.list_runs()} == {name}
+    capsys.readouterr()
+    assert cli("dags", "state", name, "2026-01-01") == 0
+    assert capsys.readouterr().out == "queued\n"  # paused: its runs wait
+    assert cli("dags", "list-runs", name, "--json") == 0
+    assert [r["dag_id"] for r in json.loads(capsys.readouterr().out)] == [name, name]
+    assert cli("tasks", "list", name) == 0
+    assert capsys.readouterr().out == "only\n"
+    assert cli("tasks", "clear", name, "-y") == 0  # nothing finished yet
+    assert "nothing to clear" in capsys.readouterr().out
+    assert cli("backfill", "list", name, "--json") == 0  # the action, for that DAG
+    assert [b["dag_id"] for b in json.loads(capsys.readouterr().out)] == [name, name]
 
 
 # -- did you mean --------------------------------------------------------------------
