@@ -149,7 +149,10 @@ def cmd_backfill(args: argparse.Namespace, settings: Settings) -> int:
     if args.backfill_id is not None:
         raise ConfigError(f"unexpected argument {args.backfill_id!r} after the DAG id")
     if args.start is None or args.end is None:
-        raise ConfigError("--start and --end are both required")
+        hint = " (Airflow's form: backfill create --dag-id DAG --from-date A --to-date B)"
+        raise ConfigError(
+            "--start and --end are both required" + (hint if args.dag_id == "create" else "")
+        )
     if args.rerun_failed and args.reset:
         raise ConfigError("--rerun-failed and --reset exclude each other (--reset clears all)")
     conf = parse_json_object(args.conf, "--conf")

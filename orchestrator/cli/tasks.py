@@ -203,6 +203,9 @@ def cmd_tasks(args: argparse.Namespace, settings: Settings) -> int:
 def _task_test(args: argparse.Namespace, settings: Settings) -> int:
     from orchestrator.engine.tasktest import run_task_test
 
+    if args.date is not None and args.logical_date is not None:
+        raise ConfigError("give the logical date once: as LOGICAL_DATE or as --logical-date")
+    when = args.logical_date if args.date is None else args.date
     params = parse_json_object(args.params, "--params")
     value = parse_json_object(args.map_value, "--map-value") if args.map_value is not None else None
     try:  # variables and connections from the database, when there is one
@@ -211,9 +214,6 @@ def _task_test(args: argparse.Namespace, settings: Settings) -> int:
         if args.from_run is not None:
             raise
         found = None
-    if args.date is not None and args.logical_date is not None:
-        raise ConfigError("give the logical date once: as LOGICAL_DATE or as --logical-date")
-    when = args.logical_date if args.date is None else args.date
     return run_task_test(
         settings, args.dag_id, args.task_id, when, params, found,
         map_index=args.map_index, map_value=value,

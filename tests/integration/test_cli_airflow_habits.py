@@ -174,6 +174,22 @@ def test_tasks_list_of_a_dag_prints_its_task_ids_and_of_a_run_its_instances(cli,
     assert "no run with run_id 'nope' and no DAG with dag_id 'nope'" in line
 
 
+def test_tasks_list_of_a_name_that_is_both_a_run_and_a_dag_is_refused(
+    cli, write_dag, store, clock, capsys
+):
+    run = store.trigger_run("list", clock.now(), logical_date=DAY[0])
+    write_dag("twin.py", f"""
+from orchestrator import DAG
+with DAG({run.run_id!r}, schedule=None) as twin:
+    twin.shell("t", "true")
+""")  # fmt: skip
+    assert cli("dags", "parse") == 1  # broken.py
+    capsys.readouterr()
+    assert cli("tasks", "list", run.run_id) == 1
+    line = _one_error_line(capsys)
+    assert f"{run.run_id!r} is both a run and a DAG: see 'orchestrator runs show " in line
+
+
 def test_tasks_test_and_dags_test_take_a_positional_logical_date(cli, capsys, store):
     capsys.readouterr()
     assert cli("tasks", "test", "etl", "extract", "2026-05-04") == 0
@@ -378,6 +394,14 @@ def test_backfill_create_reprocess_behavior(cli, store, settings, clock, capsys,
     assert len(store.list_runs("create")) == 3
     assert cli(*argv, "--reprocess-behavior", "sometimes") == 2
     assert "invalid choice: 'sometimes'" in _one_error_line(capsys)
+
+
+def test_backfill_create_without_dag_id_points_at_airflows_form(cli, store, capsys):
+    capsys.readouterr()
+    assert cli("backfill", "create") == 1  # the DAG 'create', without --start/--end
+    assert "--start and --end are both required (Airflow's form: backfill create --dag-id " \
+        "DAG --from-date A --to-date B)" in _one_error_line(capsys)  # fmt: skip
+    assert store.list_runs() == []
 
 
 @pytest.mark.parametrize(
