@@ -107,10 +107,12 @@ def targets(
 def plan(
     store: Any, dag_id: str, start: datetime | None, end: datetime | None, args: argparse.Namespace
 ) -> list[dict[str, Any]]:
-    """The finished task instances the clear would reset, oldest run first."""
+    """The finished task instances the clear would reset, oldest run first: with
+    only_failed, the failed ones and the setups and teardowns clearing them takes along
+    (``clear_task`` clears those whatever their state)."""
     wanted = FAILED if args.only_failed else TASK_FINISHED
     rows: list[dict[str, Any]] = []
-    specs: dict[str, set[str]] = {}
+    specs: dict[str, Any] = {}
     for run in reversed(store.list_runs(dag_id, limit=ALL_RUNS)):
         if (start is not None and run.logical_date < start) or (
             end is not None and run.logical_date > end
@@ -118,14 +120,20 @@ def plan(
             continue
         if run.version_hash not in specs:
             spec = store.spec(dag_id, run.version_hash)
-            specs[run.version_hash] = targets(spec, args.task_regex, args.upstream, args.downstream)
-        chosen = specs[run.version_hash]
-        for ti in store.task_instances(run.run_id):
-            if ti.task_id in chosen and ti.state in wanted:
-                rows.append(
-                    {"run_id": run.run_id, "logical_date": run.logical_date,
-                     "task_id": ti.task_id, "map_index": ti.map_index, "state": ti.state}
-                )  # fmt: skip
+            chosen = targets(spec, args.task_regex, args.upstream, args.downstream)
+            specs[run.version_hash] = (spec, chosen)
+        spec, chosen = specs[run.version_hash]
+        tis = [t for t in store.task_instances(run.run_id) if t.state in TASK_FINISHED]
+        picked = [t for t in tis if t.task_id in chosen and t.state in wanted]
+        along = {a for t in picked for a in spec.setup_teardown.clear_targets(t.task_id)[1:]}
+        picked += [t for t in tis if t.task_id in along and t not in picked]
+        for ti in sorted(
+            picked, key=lambda t: (spec.topological_order.index(t.task_id), t.map_index)
+        ):
+            rows.append(
+                {"run_id": run.run_id, "logical_date": run.logical_date,
+                 "task_id": ti.task_id, "map_index": ti.map_index, "state": ti.state}
+            )  # fmt: skip
     return rows
 
 

@@ -335,6 +335,49 @@ def test_tasks_clear_bad_input_exits_2_naming_it_and_clears_nothing(
     assert [_states(store, r)["load"] for r in etl_runs] == ["success", "failed", "success"]
 
 
+SETUP_TEARDOWN = """
+from orchestrator import DAG, setup, task, teardown
+
+with DAG("scratch", schedule=None) as dag:
+    @setup
+    def create(ctx):
+        return "schema-1"
+
+    @task
+    def work(ctx):
+        if ctx.conf.get("fail"):
+            raise ValueError("boom")
+
+    @teardown
+    def drop(ctx):
+        return "dropped"
+
+    create >> work >> drop
+    create >> drop
+"""
+
+
+def test_tasks_clear_only_failed_lists_the_setup_and_teardown_it_takes_along(
+    cli, write_dag, store, settings, clock, capsys, monkeypatch
+):
+    write_dag("scratch.py", SETUP_TEARDOWN)
+    assert cli("dags", "parse") == 1  # broken.py
+    harness = Harness(store, settings, clock)
+    try:
+        run = store.trigger_run("scratch", clock.now(), conf={"fail": True}, logical_date=DAY[0])
+        assert harness.run_until_finished(run.run_id).state == "failed"
+    finally:
+        harness.close()
+    assert _states(store, run) == {"create": "success", "work": "failed", "drop": "success"}
+    monkeypatch.setattr("sys.stdin", Terminal("y\n"))
+    capsys.readouterr()
+    assert cli("tasks", "clear", "scratch", "-f") == 0
+    out = capsys.readouterr().out
+    assert [line.split()[2] for line in out.splitlines()[1:4]] == ["create", "work", "drop"]
+    assert "Clear these 3 task instance(s)?" in out
+    assert _states(store, run) == dict.fromkeys(("create", "work", "drop"), "scheduled")
+
+
 def test_tasks_clear_of_a_dag_named_list_and_unknown_dag(cli, store, clock, capsys):
     run = store.trigger_run("list", clock.now(), logical_date=DAY[0])
     store.cancel_run(run.run_id, clock.now())
