@@ -119,9 +119,24 @@ def _global_flags(default: Any) -> argparse.ArgumentParser:
     return parser
 
 
+class _Output(argparse.Action):
+    """Airflow's ``-o/--output json|table|plain`` (issue 26): ``json`` is ``--json``."""
+
+    def __call__(self, parser: Any, namespace: Any, values: Any, option_string: Any = None) -> None:
+        namespace.json = values == "json"
+
+
 def make_parents() -> Parents:
     as_json = Parser(add_help=False)
     as_json.add_argument("--json", action="store_true", help="print JSON")
+    as_json.add_argument(
+        "-o",
+        "--output",
+        action=_Output,
+        choices=("json", "table", "plain"),
+        default=argparse.SUPPRESS,
+        help="Airflow's flag: json is --json, table and plain the default table",
+    )
     return Parents(_global_flags(argparse.SUPPRESS), as_json, _global_flags(None))
 
 

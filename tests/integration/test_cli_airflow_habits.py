@@ -97,6 +97,12 @@ def test_dags_list_runs_and_list_import_errors_are_runs_list_and_dags_errors(cli
     assert cli("runs", "list", "etl", "--json") == 0
     assert alias == json.loads(capsys.readouterr().out)
     assert [r["state"] for r in alias] == ["success", "failed", "success"]  # newest first
+    assert cli("dags", "list-runs", "etl", "-o", "json") == 0  # Airflow's -o
+    assert json.loads(capsys.readouterr().out) == alias
+    assert cli("dags", "list-runs", "etl", "--json", "-o", "table") == 0  # the last wins
+    assert capsys.readouterr().out.startswith("run_id ")
+    assert cli("dags", "list-runs", "etl", "-o", "yaml") == 2
+    assert "argument -o/--output: invalid choice: 'yaml'" in _one_error_line(capsys)
     assert cli("dags", "list-runs", "etl", "--state", "failed", "--json") == 0
     assert [r["run_id"] for r in json.loads(capsys.readouterr().out)] == [etl_runs[1].run_id]
     assert cli("dags", "list-import-errors") == 0
