@@ -1,7 +1,7 @@
 """Airflow's ``dags`` sub-commands over our own (issue 26): each is an alias, and its
 ``--help`` says of which command.
 
-    orchestrator dags list-runs DAG [--state S] [--limit N]   # = runs list DAG
+    orchestrator dags list-runs DAG [--state S] [--limit N] [-s S] [-e E] [--no-backfill]
     orchestrator dags list-import-errors                     # = dags errors
     orchestrator dags state DAG LOGICAL_DATE                 # the state of that run
     orchestrator dags next-execution DAG [-n N]              # = schedule preview DAG
@@ -20,7 +20,7 @@ from datetime import datetime
 from typing import Any
 
 from orchestrator.cli.common import Parents, emit, whole
-from orchestrator.cli.schedule import parse_when, preview_rows
+from orchestrator.cli.schedule import date_text, parse_when, preview_rows
 from orchestrator.errors import ConfigError, NotFoundError, UsageError
 
 ACTIONS = ("list-runs", "state", "next-execution")
@@ -32,6 +32,15 @@ def register(dags: Any, parents: Parents) -> None:
     p = parents.add(dags, "list-runs", "Airflow's name for 'runs list DAG'", json_output=True)
     p.add_argument("dag_id")
     run_filters(p)
+    p.add_argument(
+        "-s", "--start-date", type=date_text("-s/--start-date"), default=None,
+        help="runs with a logical date from this date/datetime (DAG timezone)",
+    )  # fmt: skip
+    p.add_argument(
+        "-e", "--end-date", type=date_text("-e/--end-date"), default=None,
+        help="... up to this one, inclusive (a date means the whole day)",
+    )  # fmt: skip
+    p.add_argument("--no-backfill", action="store_true", help="leave out backfill runs")
     parents.add(dags, "list-import-errors", "Airflow's name for 'dags errors'", json_output=True)
     p = parents.add(
         dags,

@@ -113,11 +113,7 @@ def plan(
     wanted = FAILED if args.only_failed else TASK_FINISHED
     rows: list[dict[str, Any]] = []
     specs: dict[str, Any] = {}
-    for run in reversed(store.list_runs(dag_id, limit=ALL_RUNS)):
-        if (start is not None and run.logical_date < start) or (
-            end is not None and run.logical_date > end
-        ):
-            continue
+    for run in reversed(store.list_runs(dag_id, limit=ALL_RUNS, since=start, until=end)):
         if run.version_hash not in specs:
             spec = store.spec(dag_id, run.version_hash)
             chosen = targets(spec, args.task_regex, args.upstream, args.downstream)

@@ -28,10 +28,16 @@ def run_filters(p: argparse.ArgumentParser) -> None:
 
 
 def list_runs(args: argparse.Namespace, store: Any) -> int:
-    """``runs list [DAG]``, also ``dags list-runs DAG`` (issue 26)."""
+    """``runs list [DAG]``, also ``dags list-runs DAG [-s S] [-e E] [--no-backfill]``
+    (issue 26: Airflow's flags, on the alias only)."""
+    since = until = None
     if args.dag_id:
-        store.get_dag(args.dag_id)
-    runs = [r.to_dict() for r in store.list_runs(args.dag_id, args.state, args.limit)]
+        dag = store.get_dag(args.dag_id)
+        since, until = _date_range(args, dag.timezone)
+    filters = {"since": since, "until": until}
+    if getattr(args, "no_backfill", False):
+        filters["exclude_types"] = ("backfill",)
+    runs = [r.to_dict() for r in store.list_runs(args.dag_id, args.state, args.limit, **filters)]
     emit(
         args,
         runs,
@@ -39,6 +45,16 @@ def list_runs(args: argparse.Namespace, store: Any) -> int:
         ("run_id", "dag_id", "run_type", "logical_date", "state", "start_date", "end_date"),
     )
     return 0
+
+
+def _date_range(args: argparse.Namespace, timezone: str) -> tuple[Any, Any]:
+    from orchestrator.cli.schedule import parse_when
+
+    start, end = getattr(args, "start_date", None), getattr(args, "end_date", None)
+    return (
+        None if start is None else parse_when(start, timezone, "-s"),
+        None if end is None else parse_when(end, timezone, "-e", end_of_day=True),
+    )
 
 
 def cmd_runs(args: argparse.Namespace, settings: Settings) -> int:

@@ -111,6 +111,26 @@ def test_dags_list_runs_and_list_import_errors_are_runs_list_and_dags_errors(cli
     assert cli("dags", "errors") == 0 and capsys.readouterr().out == out
 
 
+def test_dags_list_runs_takes_airflows_date_range_and_no_backfill(
+    cli, etl_runs, store, clock, capsys
+):
+    capsys.readouterr()
+    assert cli("dags", "list-runs", "etl", "-s", "2026-01-02", "-e", "2026-01-02", "--json") == 0
+    assert [r["run_id"] for r in json.loads(capsys.readouterr().out)] == [etl_runs[1].run_id]
+    assert cli("dags", "list-runs", "etl", "-s", "2026-01-02T00:00:01", "--json") == 0
+    assert [r["run_id"] for r in json.loads(capsys.readouterr().out)] == [etl_runs[2].run_id]
+    argv = ("backfill", "create", "--dag-id", "list", "--from-date", "2026-01-02")
+    assert cli(*argv, "--to-date", "2026-01-02", "--no-wait") == 0
+    manual = store.trigger_run("list", clock.now(), logical_date=DAY[0])
+    capsys.readouterr()
+    assert cli("dags", "list-runs", "list", "--no-backfill", "--json") == 0
+    assert [r["run_id"] for r in json.loads(capsys.readouterr().out)] == [manual.run_id]
+    assert cli("dags", "list-runs", "list", "--json") == 0
+    assert len(json.loads(capsys.readouterr().out)) == 2
+    assert cli("dags", "list-runs", "etl", "-e", "2026-01-40") == 2
+    assert "argument -e/--end-date: '2026-01-40' is not a date" in _one_error_line(capsys)
+
+
 def test_dags_state_prints_the_runs_state_alone(cli, etl_runs, capsys):
     capsys.readouterr()
     assert cli("dags", "state", "etl", "2026-01-02") == 0
