@@ -193,7 +193,8 @@ def _clear(
         done = store.clear_task(
             run_id, task_id, now, who=who, map_index=row["map_index"] if one else None
         )
-        out.setdefault(run_id, []).extend(d for d in done if d not in out.get(run_id, []))
+        names = out.setdefault(run_id, [])
+        names += [d for d in done if d not in names]
     return out
 
 
