@@ -16,6 +16,7 @@ compare it; a DAG with no run at that logical date is an error (exit 1).
 from __future__ import annotations
 
 import argparse
+import sys
 from datetime import datetime
 from typing import Any
 
@@ -100,6 +101,8 @@ def cmd_airflow_dags(args: argparse.Namespace, store: Any, now: datetime) -> int
         print(row["utc"])
     if not rows:
         print("None")  # Airflow's answer for a DAG with no next run
-    if dag.is_paused:
-        print(f"DAG {dag.dag_id} is paused: no run is created until it is unpaused")
+    if dag.is_paused:  # on stderr: NEXT=$(orchestrator dags next-execution D) stays a date
+        print(
+            f"DAG {dag.dag_id} is paused: no run is created until it is unpaused", file=sys.stderr
+        )
     return 0

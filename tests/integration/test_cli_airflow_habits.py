@@ -149,11 +149,11 @@ def test_dags_state_prints_the_runs_state_alone(cli, etl_runs, capsys):
 def test_dags_next_execution_of_a_dag_named_create(cli, capsys, store, settings, clock):
     capsys.readouterr()
     assert cli("dags", "next-execution", "create", "-n", "3") == 0
-    out = capsys.readouterr().out.splitlines()
+    captured = capsys.readouterr()
     assert cli("schedule", "preview", "create", "--count", "3", "--json") == 0
     preview = json.loads(capsys.readouterr().out)["fire_times"]
-    assert out[:3] == [t["utc"] for t in preview]  # before the scheduler has seen it
-    assert out[3] == "DAG create is paused: no run is created until it is unpaused"
+    assert captured.out.splitlines() == [t["utc"] for t in preview]  # the scheduler not yet
+    assert captured.err == "DAG create is paused: no run is created until it is unpaused\n"
     store.set_paused("create", False, clock.now())
     harness = Harness(store, settings, clock)  # the scheduler stores its next fire time
     try:
