@@ -40,8 +40,8 @@ def register(sub: Any, parents: Parents) -> None:
         "date",
         nargs="?",
         default=None,
-        metavar="LOGICAL_DATE",
-        help="as --logical-date (Airflow's)",
+        metavar="LOGICAL_DATE_OR_RUN_ID",
+        help="Airflow's: a date, as --logical-date, or a run id of the DAG, as --from-run",
     )
     p.add_argument("--logical-date", default=None, help="ISO date or datetime (default: now)")
     p.add_argument("--params", default=None, help="JSON object merged over the DAG's params")
@@ -203,21 +203,27 @@ def cmd_tasks(args: argparse.Namespace, settings: Settings) -> int:
 def _task_test(args: argparse.Namespace, settings: Settings) -> int:
     from orchestrator.engine.tasktest import run_task_test
 
-    if args.date is not None and args.logical_date is not None:
-        raise ConfigError("give the logical date once: as LOGICAL_DATE or as --logical-date")
-    when = args.logical_date if args.date is None else args.date
+    when, from_run = args.logical_date, args.from_run
+    if args.date is not None and args.date.startswith(f"{args.dag_id}__"):
+        if from_run is not None:  # Airflow 3's [LOGICAL_DATE_OR_RUN_ID]: a run of the DAG
+            raise ConfigError("give the run once: as LOGICAL_DATE_OR_RUN_ID or as --from-run")
+        from_run = args.date
+    elif args.date is not None:
+        if when is not None:
+            raise ConfigError("give the logical date once: as LOGICAL_DATE or as --logical-date")
+        when = args.date
     params = parse_json_object(args.params, "--params")
     value = parse_json_object(args.map_value, "--map-value") if args.map_value is not None else None
     try:  # variables and connections from the database, when there is one
         found = open_store(settings)
     except OrchestratorError:
-        if args.from_run is not None:
+        if from_run is not None:
             raise
         found = None
     return run_task_test(
         settings, args.dag_id, args.task_id, when, params, found,
         map_index=args.map_index, map_value=value,
-        upstream_results=dict(args.upstream_result), from_run=args.from_run,
+        upstream_results=dict(args.upstream_result), from_run=from_run,
     )  # fmt: skip
 
 

@@ -225,6 +225,8 @@ def test_tasks_test_and_dags_test_take_a_positional_logical_date(cli, capsys, st
     assert "give the logical date once" in _one_error_line(capsys)
     assert cli("tasks", "test", "etl", "extract", "someday") == 2
     assert "'someday' is not an ISO date" in _one_error_line(capsys)
+    assert cli("tasks", "test", "etl", "extract", "2026-05-04", "--logical-date", "x") == 2
+    assert "give the logical date once" in _one_error_line(capsys)
     assert cli("dags", "test", "etl", "2026-05-04", "-c", '{"fail": true}') == 1
     out = capsys.readouterr().out
     assert "run etl__manual__20260504T000000Z" in out and "boom" in out
@@ -232,6 +234,19 @@ def test_tasks_test_and_dags_test_take_a_positional_logical_date(cli, capsys, st
 
 
 # -- tasks clear DAG -t ... across runs --------------------------------------------------
+
+
+def test_tasks_test_takes_a_run_id_where_airflow_3_does(cli, etl_runs, capsys):
+    """``tasks test DAG TASK RUN_ID``: the run's logical date, conf and upstream results."""
+    capsys.readouterr()
+    assert cli("tasks", "test", "etl", "load", etl_runs[1].run_id) == 1  # its conf fails it
+    assert cli("tasks", "test", "etl", "load", etl_runs[0].run_id) == 0
+    assert capsys.readouterr().out.strip().endswith("2")
+    argv = ("tasks", "test", "etl", "load", etl_runs[0].run_id, "--from-run", etl_runs[0].run_id)
+    assert cli(*argv) == 2
+    assert "give the run once" in _one_error_line(capsys)
+    assert cli("tasks", "test", "etl", "load", "etl__manual__20990101T000000Z") == 2
+    assert "etl__manual__20990101T000000Z" in _one_error_line(capsys)
 
 
 def test_tasks_clear_across_runs_by_regex_and_date_range(cli, etl_runs, store, capsys):
