@@ -258,3 +258,31 @@ def test_the_ui_form_types_each_value_and_flashes_a_broken_rule(client, parsed):
     page = client.get("/").get_data(as_text=True)
     assert "param &#39;mode&#39;: &#34;all&#34; is not one of its choices" in page
     assert len(parsed.list_runs("typed")) == 1
+
+
+def test_the_ui_form_takes_more_conf_unless_the_dag_is_strict(client, parsed):
+    """Issue 26: a JSON object field below the params, as Airflow's configuration JSON."""
+    assert 'name="conf_extra"' in client.get("/dags/typed").get_data(as_text=True)
+    assert 'name="conf_extra"' not in client.get("/dags/strict").get_data(as_text=True)
+    csrf = client.get("/api/v1/csrf").get_json()["csrf_token"]
+    form = {"csrf_token": csrf, "param.to": "ops@example.com"}
+    for extra, message in (
+        ("[1]", "more conf: expected a JSON object like {&#34;key&#34;: 1}, got list"),
+        ('{"limit": 3}', "more conf: &#39;limit&#39; is a param: give it in its own field"),
+        ('{"a": ', "more conf: not valid JSON (Expecting value"),
+    ):
+        r = client.post("/dags/typed/trigger", data=form | {"conf_extra": extra})
+        assert r.status_code == 302
+        assert message in client.get("/").get_data(as_text=True)
+    r = client.post("/dags/strict/trigger", data={"csrf_token": csrf, "conf_extra": '{"nope": 1}'})
+    page = client.get("/").get_data(as_text=True)
+    assert "unknown param &#39;nope&#39; (declared params: limit); the DAG takes only" in page
+    _nothing_stored(parsed)
+    extra = '{"region": "eu", "<b>": [1]}'
+    client.post("/dags/typed/trigger", data=form | {"conf_extra": extra})
+    [run] = parsed.list_runs("typed")
+    assert (
+        run.conf["region"] == "eu"
+        and run.conf["<b>"] == [1]
+        and run.conf["to"] == "ops@example.com"
+    )
