@@ -27,8 +27,8 @@ class ConfigError(OrchestratorError):
 
 
 class ParamValidationError(ConfigError):
-    """A run's conf breaks a DAG param's rule (issue 25; Airflow's name): an unknown param,
-    a required one missing, or a value its JSON Schema refuses. The message names the
+    """A run's conf breaks a DAG param's rule (issue 25; Airflow's name): an unknown param
+    of a ``strict_conf=True`` DAG (issue 26), a required one missing, or a value its JSON Schema refuses. The message names the
     param and the rule. The CLI exits 2 for it (a wrong argument), the API answers 400."""
 
 
