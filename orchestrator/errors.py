@@ -27,9 +27,15 @@ class ConfigError(OrchestratorError):
 
 
 class ParamValidationError(ConfigError):
-    """A run's conf breaks a DAG param's rule (issue 25; Airflow's name): an unknown param,
-    a required one missing, or a value its JSON Schema refuses. The message names the
+    """A run's conf breaks a DAG param's rule (issue 25; Airflow's name): an unknown param
+    of a ``strict_conf=True`` DAG (issue 26), a required one missing, or a value its JSON Schema refuses. The message names the
     param and the rule. The CLI exits 2 for it (a wrong argument), the API answers 400."""
+
+
+class UsageError(ConfigError):
+    """A command-line argument the parser let through but the command refuses (issue 26):
+    two forms of a command mixed, a regex that matches nothing, no terminal to confirm
+    on. The CLI exits 2 for it, as for any usage error."""
 
 
 class NotFoundError(OrchestratorError):

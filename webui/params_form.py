@@ -15,6 +15,13 @@ number or a bad date is a flashed error naming the param and the rule.
 {'n': 7}
 >>> parse_params({"m": "a"}, {"param.m": "2"}, {"m": {"enum": ["a", 2]}})
 {'m': 2}
+
+Below the params, a JSON editor takes the conf's other keys (issue 26: Airflow's
+"configuration JSON"), kept in the run's conf unless the DAG has ``strict_conf=True``
+(then the form has no such field, and the store refuses a posted one):
+
+>>> parse_extra_conf({"n": 3}, {EXTRA_FIELD: '{"region": "eu"}'})
+{'region': 'eu'}
 """
 
 from __future__ import annotations
@@ -216,6 +223,32 @@ def parse_params(
                 expected = "int"
             raise ConfigError(f"param {name!r}: expected {expected}, got {raw[:60]!r}") from None
     return conf
+
+
+EXTRA_FIELD = "conf_extra"  # the form field of the conf's keys that are not params
+
+
+def parse_extra_conf(params: Mapping[str, Any], form: Mapping[str, str]) -> dict[str, Any]:
+    """The keys of the conf that are not params, from the form's JSON object field
+    (empty: none). ConfigError for text that is not a JSON object, or that names a
+    param (each param has its own field)."""
+    raw = (form.get(EXTRA_FIELD) or "").strip()
+    if not raw:
+        return {}
+    try:
+        value = json.loads(raw)
+    except RecursionError:
+        raise ConfigError("more conf: the JSON is nested too deeply") from None
+    except ValueError as exc:
+        raise ConfigError(f"more conf: not valid JSON ({exc})") from None
+    if not isinstance(value, dict):
+        raise ConfigError(
+            f'more conf: expected a JSON object like {{"key": 1}}, got {type(value).__name__}'
+        )
+    named = sorted(set(value) & set(params))
+    if named:
+        raise ConfigError(f"more conf: {named[0][:60]!r} is a param: give it in its own field")
+    return value
 
 
 def _int_or_float(text: str) -> int | float:

@@ -143,6 +143,7 @@ class DAG:
         catchup: bool | None = None,
         doc_md: str | None = None,
         render_template_as_native_obj: bool = False,
+        strict_conf: bool = False,  # issue 26: refuse conf keys that are not params
     ) -> None:
         where = _caller()
         self.fileloc, self.lineno = where
@@ -155,6 +156,9 @@ class DAG:
             raise _fail(f"DAG {dag_id!r}: render_template_as_native_obj must be True or False")
         # issue 25: a JSON value's template renders to a Python literal's value (http_request)
         self.render_template_as_native_obj = render_template_as_native_obj
+        if not isinstance(strict_conf, bool):
+            raise _fail(f"DAG {dag_id!r}: strict_conf must be True or False", where)
+        self.strict_conf = strict_conf
         # options every task gets unless it gives its own; start/end dates as fallbacks
         self.task_defaults, fallbacks = split_default_args(default_args, dag_id, where)
         start_date = start_date if start_date is not None else fallbacks.get("start_date")

@@ -195,10 +195,29 @@ def resolve(
     schemas: Mapping[str, Mapping[str, Any]],
     required: tuple[str, ...] | list[str],
     conf: Mapping[str, Any],
+    *,
+    strict: bool = False,
 ) -> dict[str, Any]:
     """The params of a run: ``conf`` over the defaults, every value valid for its schema
     (a plain param's: the JSON type of its default). Raises ValueError naming the param
-    and the rule. Keys of ``conf`` that are not params are the caller's to judge."""
+    and the rule. A key of ``conf`` that is not a param is kept as it is (Airflow's
+    rule, issue 26), or refused when ``strict`` (the DAG's ``strict_conf=True``): the
+    one place that rule is decided, for every way a run gets its conf.
+
+    >>> resolve({"n": 1}, {}, (), {"extra": "x"})
+    {'n': 1, 'extra': 'x'}
+    >>> resolve({"n": 1}, {}, (), {"extra": "x"}, strict=True)
+    Traceback (most recent call last):
+    ...
+    ValueError: unknown param 'extra' (declared params: n); the DAG takes only its params (strict_conf=True)
+    """
+    unknown = [key for key in conf if key not in defaults]
+    if strict and unknown:
+        declared = ", ".join(sorted(defaults)) or "none"
+        raise ValueError(
+            f"unknown param {str(unknown[0])[:60]!r} (declared params: {declared}); "
+            "the DAG takes only its params (strict_conf=True)"
+        )
     for name in required:
         if name not in conf:
             raise ValueError(

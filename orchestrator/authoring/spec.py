@@ -123,6 +123,8 @@ def serialize_dag(dag: DAG) -> dict[str, Any]:
         **controls_of_dag(dag),
         **_param_fields(dag),
         **({"doc_md": dag.doc_md} if dag.doc_md else {}),  # issue 25
+        # issue 26: only when set, so a DAG without it keeps its version hash
+        **({"strict_conf": True} if dag.strict_conf else {}),
         # issue 27: the tasks' owners, for the DAG list; only when set (version hashes kept)
         **({"owners": dag.owners} if dag.owners else {}),
     }
@@ -321,6 +323,7 @@ class DagSpec:
     param_schemas: dict[str, dict[str, Any]] = field(default_factory=dict)
     required_params: tuple[str, ...] = ()
     doc_md: str | None = None  # issue 25: the DAG's Markdown documentation
+    strict_conf: bool = False  # issue 26: conf keys that are not params are refused
 
     def param_schema(self, name: str) -> dict[str, Any]:
         """The JSON Schema of param ``name`` (a plain param's: its default's type)."""
@@ -520,6 +523,7 @@ class DagSpec:
             param_schemas=data.get("param_schemas") or {},
             required_params=tuple(data.get("required_params") or ()),
             doc_md=data.get("doc_md"),
+            strict_conf=data.get("strict_conf", False),
         )
 
     @classmethod
@@ -563,7 +567,9 @@ def json_value_problem(value: Any, depth: int = 0) -> str | None:
 def validate_conf(spec: DagSpec, conf: Any, *, max_bytes: int = MAX_CONF_BYTES) -> dict[str, Any]:
     """Check a run's ``conf`` against the DAG's declared params; return the merged params.
 
-    Every key must be a declared param; each value must pass its param's JSON Schema
+    Keys that are not declared params are kept (Airflow's rule; issue 26), unless the
+    DAG has ``strict_conf=True``, which refuses them. Each declared param's value must
+    pass its JSON Schema
     (a typed :class:`~orchestrator.authoring.params.Param`'s, checked by ``jsonschema``)
     or have the JSON type of a plain param's default (an integer is accepted for a
     number; a param whose default is None accepts anything); every required param
@@ -591,14 +597,9 @@ def validate_conf(spec: DagSpec, conf: Any, *, max_bytes: int = MAX_CONF_BYTES) 
             f"DAG {spec.dag_id!r}: conf is {size} bytes as JSON, more than the "
             f"{max_bytes}-byte limit (max_conf_bytes)"
         )
-    unknown = [key for key in conf if key not in spec.params]
-    if unknown:  # Airflow accepts undeclared keys by default; we refuse them (issue 3)
-        declared = ", ".join(sorted(spec.params)) or "none"
-        raise ParamValidationError(
-            f"DAG {spec.dag_id!r}: unknown param {str(unknown[0])[:60]!r} (declared params: "
-            f"{declared})"
-        )
     try:
-        return resolve_params(spec.params, spec.param_schemas, spec.required_params, conf)
+        return resolve_params(
+            spec.params, spec.param_schemas, spec.required_params, conf, strict=spec.strict_conf
+        )
     except ValueError as exc:
         raise ParamValidationError(f"DAG {spec.dag_id!r}: {exc}") from None

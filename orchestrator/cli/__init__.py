@@ -39,7 +39,7 @@ from orchestrator.cli import (
     variables,
 )
 from orchestrator.cli.common import Parser, dispose_opened, load_settings, make_parents
-from orchestrator.errors import OrchestratorError, ParamValidationError
+from orchestrator.errors import OrchestratorError, ParamValidationError, UsageError
 from orchestrator.observability.logging_setup import configure as configure_logging
 from orchestrator.state_folder import restrict_umask
 
@@ -108,7 +108,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 141  # 128 + SIGPIPE, what `yes | head -1` reports for yes
-    except ParamValidationError as exc:  # --conf breaks a param's rule: a wrong argument
+    except (ParamValidationError, UsageError) as exc:  # a wrong argument: --conf breaks a
+        # param's rule, or two forms of a command are mixed (issue 26)
         print(f"orchestrator: error: {exc}", file=sys.stderr)
         return 2
     except OrchestratorError as exc:

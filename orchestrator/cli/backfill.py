@@ -5,6 +5,13 @@
     orchestrator backfill status ID      # follow a backfill (progress until it is done)
     orchestrator backfill cancel ID      # cancel its queued runs; running ones finish
     orchestrator backfill list [DAG]
+    orchestrator backfill create --dag-id DAG --from-date S --to-date E    # Airflow's form
+                          [--reprocess-behavior none|failed|completed] [--run-backwards]
+                          [--dag-run-conf JSON] [--max-active-runs N] [--dry-run]
+
+A DAG named like an action (``list``, ``status``, ``cancel``, ``create``) is read as
+a DAG wherever the action's reading cannot hold: with ``--start``/``--end``, or as
+``--dag-id``.
 
 The backfill is stored; the scheduler starts its runs (within its max_active_runs,
 in its order) like any other runs, under the same leases. Waiting only watches:
@@ -34,9 +41,9 @@ from orchestrator.cli.common import (
     parse_json_object,
     whole,
 )
-from orchestrator.cli.schedule import parse_when
+from orchestrator.cli.schedule import date_text, parse_when
 from orchestrator.clock import SystemClock
-from orchestrator.errors import ConfigError, NotFoundError
+from orchestrator.errors import ConfigError, NotFoundError, UsageError
 from orchestrator.settings import Settings
 
 ACTIONS = ("status", "cancel", "list")
@@ -49,7 +56,7 @@ def register(sub: Any, parents: Parents) -> None:
         "create runs for every fire time in [--start, --end] (or: status|cancel ID, list)",
         json_output=True,
     )
-    p.add_argument("dag_id", metavar="DAG|status|cancel|list")
+    p.add_argument("dag_id", metavar="DAG|status|cancel|list|create")
     p.add_argument("backfill_id", nargs="?", metavar="ID|DAG", help="for status/cancel/list")
     p.add_argument("--start", help="first date/datetime (DAG timezone unless an offset is given)")
     p.add_argument("--end", help="last date/datetime, inclusive (a date means the whole day)")
@@ -63,18 +70,89 @@ def register(sub: Any, parents: Parents) -> None:
     p.add_argument(
         "--conf", default=None, help="JSON object of params for the new runs, e.g. '{\"n\": 3}'"
     )
+    _airflow_form(p)
     p.set_defaults(handler=cmd_backfill)
 
 
+AIRFLOW_FLAGS = {  # issue 26: Airflow's 'backfill create' flags -> ours
+    "from_date": ("--from-date", "--start"),
+    "to_date": ("--to-date", "--end"),
+    "reprocess_behavior": ("--reprocess-behavior", "--rerun-failed / --reset"),
+    "run_backwards": ("--run-backwards", "--reverse"),
+    "dag_run_conf": ("--dag-run-conf", "--conf"),
+}
+REPROCESS = {"none": {}, "failed": {"rerun_failed": True}, "completed": {"reset": True}}
+
+
+def _airflow_form(p: argparse.ArgumentParser) -> None:
+    group = p.add_argument_group(
+        "Airflow's form: backfill create --dag-id DAG --from-date A --to-date B "
+        "(an alias of 'backfill DAG --start A --end B')"
+    )
+    group.add_argument("--dag-id", dest="airflow_dag_id", default=None, metavar="DAG")
+    group.add_argument("--from-date", type=date_text("--from-date"), default=None, help="= --start")
+    group.add_argument(
+        "--to-date",
+        type=date_text("--to-date"),
+        default=None,
+        help="= --end (a date means the whole day)",
+    )
+    group.add_argument(
+        "--reprocess-behavior",
+        choices=tuple(REPROCESS),
+        default=None,
+        help="existing runs: none (default: left alone), failed (= --rerun-failed), "
+        "completed (= --reset: every finished run again)",
+    )
+    group.add_argument("--run-backwards", action="store_true", help="= --reverse")
+    group.add_argument("--dag-run-conf", default=None, metavar="JSON", help="= --conf")
+
+
+def airflow_form(args: argparse.Namespace) -> None:
+    """``backfill create --dag-id D --from-date A --to-date B ...`` read as ``backfill D
+    --start A --end B ...`` (in place). The first word is a DAG id unless ``--dag-id`` is
+    given: a DAG named ``create`` is ``backfill create --start ...``. A flag of one form
+    mixed with the other's is a usage error naming what to write."""
+    given = [dest for dest in AIRFLOW_FLAGS if getattr(args, dest) not in (None, False)]
+    if args.airflow_dag_id is None:
+        if given:
+            flag, ours = AIRFLOW_FLAGS[given[0]]
+            raise UsageError(
+                f"{flag} belongs to 'backfill create --dag-id DAG ...'; "
+                f"with 'backfill DAG' write {ours}"
+            )
+        return
+    if args.dag_id != "create" or args.backfill_id is not None:
+        raise UsageError("--dag-id belongs to 'backfill create --dag-id DAG ...'")
+    for ours, theirs in (("start", "from_date"), ("end", "to_date"), ("reverse", "run_backwards"),
+                         ("conf", "dag_run_conf")):  # fmt: skip
+        if getattr(args, ours) not in (None, False):
+            flag, mine = AIRFLOW_FLAGS[theirs]
+            raise UsageError(f"'backfill create' takes {flag}, not {mine}")
+    if args.rerun_failed or args.reset:
+        raise UsageError("'backfill create' takes --reprocess-behavior, not --rerun-failed/--reset")
+    args.dag_id, args.start, args.end = args.airflow_dag_id, args.from_date, args.to_date
+    args.reverse, args.conf = args.run_backwards, args.dag_run_conf
+    for name, value in REPROCESS[args.reprocess_behavior or "none"].items():
+        setattr(args, name, value)
+    for flag, value in (("--from-date", args.start), ("--to-date", args.end)):
+        if value is None:
+            raise UsageError(f"'backfill create' needs {flag}")
+
+
 def cmd_backfill(args: argparse.Namespace, settings: Settings) -> int:
+    airflow_form(args)  # issue 26
     store = open_store(settings)
     now = SystemClock().now()
-    if args.dag_id in ACTIONS:
-        return _action(args, store, now)
+    if args.dag_id in ACTIONS and args.start is None and args.end is None:
+        return _action(args, store, now)  # with --start/--end, 'list' is a DAG's name
     if args.backfill_id is not None:
         raise ConfigError(f"unexpected argument {args.backfill_id!r} after the DAG id")
     if args.start is None or args.end is None:
-        raise ConfigError("--start and --end are both required")
+        hint = " (Airflow's form: backfill create --dag-id DAG --from-date A --to-date B)"
+        raise ConfigError(
+            "--start and --end are both required" + (hint if args.dag_id == "create" else "")
+        )
     if args.rerun_failed and args.reset:
         raise ConfigError("--rerun-failed and --reset exclude each other (--reset clears all)")
     conf = parse_json_object(args.conf, "--conf")

@@ -32,6 +32,24 @@ class Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
 
+    def parse_args(self, args: Any = None, namespace: Any = None) -> argparse.Namespace:  # type: ignore[override]
+        """argparse's, with an unknown flag named by the sub-command that was given it
+        and the closest flag suggested (issue 26)."""
+        from orchestrator.cli.did_you_mean import chosen_parser, unrecognized
+
+        ns, extras = self.parse_known_args(args, namespace)
+        if extras:
+            leaf = chosen_parser(self, ns)
+            leaf.error(unrecognized(leaf, extras))
+        return ns
+
+    def _check_value(self, action: argparse.Action, value: Any) -> None:
+        """An unknown command or choice, with the closest one suggested (issue 26)."""
+        from orchestrator.cli.did_you_mean import invalid_choice
+
+        if action.choices is not None and value not in action.choices:
+            raise invalid_choice(action, value, self.prog)
+
 
 def whole(low: int = 1, high: int = MAX_INT) -> Callable[[str], int]:
     """An argparse type: a whole number in [low, high], else a usage error naming both."""
@@ -101,9 +119,24 @@ def _global_flags(default: Any) -> argparse.ArgumentParser:
     return parser
 
 
+class _Output(argparse.Action):
+    """Airflow's ``-o/--output json|table|plain`` (issue 26): ``json`` is ``--json``."""
+
+    def __call__(self, parser: Any, namespace: Any, values: Any, option_string: Any = None) -> None:
+        namespace.json = values == "json"
+
+
 def make_parents() -> Parents:
     as_json = Parser(add_help=False)
     as_json.add_argument("--json", action="store_true", help="print JSON")
+    as_json.add_argument(
+        "-o",
+        "--output",
+        action=_Output,
+        choices=("json", "table", "plain"),
+        default=argparse.SUPPRESS,
+        help="Airflow's flag: json is --json, table and plain the default table",
+    )
     return Parents(_global_flags(argparse.SUPPRESS), as_json, _global_flags(None))
 
 

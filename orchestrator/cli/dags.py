@@ -1,5 +1,6 @@
 """``orchestrator dags ...``: list, parse, show, errors, pause, unpause, trigger, test,
-versions."""
+versions; Airflow's names (list-runs, list-import-errors, state, next-execution) are in
+``airflow_dags.py``."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from orchestrator.cli.common import (
     parse_json_object,
 )
 from orchestrator.clock import SystemClock
-from orchestrator.errors import NotFoundError
+from orchestrator.errors import ConfigError, NotFoundError
 from orchestrator.settings import Settings
 
 
@@ -33,22 +34,22 @@ def register(sub: Any, parents: Parents) -> None:
         p.add_argument("dag_id")
     p = parents.add(dags, "trigger", "create a manual run now", json_output=True)
     p.add_argument("dag_id")
-    p.add_argument("--conf", default=None, help="JSON object of params, e.g. '{\"n\": 3}'")
-    p.add_argument(
-        "--logical-date",
-        default=None,
-        help="the run's logical date (DAG timezone unless an offset is given; default: now)",
-    )
+    _conf_and_date(p)
     p = parents.add(
         dags, "test", "run every task of one run here, on a throwaway store (the store untouched)"
     )
     p.add_argument("dag_id")
-    p.add_argument("--conf", default=None, help="JSON object of params, e.g. '{\"n\": 3}'")
     p.add_argument(
-        "--logical-date",
+        "date",
+        nargs="?",
         default=None,
-        help="the run's logical date (DAG timezone unless an offset is given; default: now)",
+        metavar="LOGICAL_DATE",
+        help="as --logical-date (Airflow's)",
     )
+    _conf_and_date(p)
+    from orchestrator.cli import airflow_dags  # issue 26: Airflow's names
+
+    airflow_dags.register(dags, parents)
     from orchestrator.cli import dag_versions  # issue 17
 
     dag_versions.register(dags, parents)
@@ -56,13 +57,27 @@ def register(sub: Any, parents: Parents) -> None:
         choice.set_defaults(handler=cmd_dags)
 
 
+def _conf_and_date(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-c", "--conf", default=None, help="JSON object of params, e.g. '{\"n\": 3}'")
+    p.add_argument(
+        "-l",
+        "--logical-date",
+        default=None,
+        help="the run's logical date (DAG timezone unless an offset is given; default: now)",
+    )
+
+
 def cmd_dags(args: argparse.Namespace, settings: Settings) -> int:
+    from orchestrator.cli.airflow_dags import ACTIONS as AIRFLOW_ACTIONS
+    from orchestrator.cli.airflow_dags import cmd_airflow_dags
     from orchestrator.engine.processor import DagProcessor
 
     if args.action == "test":  # issue 25: never opens the store
         return bad_arguments_exit_2(_dag_test, args, settings)
     store = open_store(settings)
     now = SystemClock().now()
+    if args.action in AIRFLOW_ACTIONS:  # issue 26
+        return cmd_airflow_dags(args, store, now)
     if args.action == "versions":
         from orchestrator.cli.dag_versions import cmd_versions
 
@@ -87,7 +102,7 @@ def cmd_dags(args: argparse.Namespace, settings: Settings) -> int:
                 f"\n{len(errors)} import error(s): see 'orchestrator dags errors'", file=sys.stderr
             )
         return 0
-    if args.action == "errors":
+    if args.action in ("errors", "list-import-errors"):  # the second: Airflow's name
         errors = [e.to_dict() for e in store.import_errors()]
         if args.json:
             emit(args, errors)
@@ -185,6 +200,9 @@ def _dag_test(args: argparse.Namespace, settings: Settings) -> int:
     from orchestrator.engine.tasktest import find_dag, parse_date
 
     conf = parse_json_object(args.conf, "--conf")
+    if args.date is not None and args.logical_date is not None:
+        raise ConfigError("give the logical date once: as LOGICAL_DATE or as --logical-date")
     dag = find_dag(settings, args.dag_id)
-    when = None if args.logical_date is None else parse_date(args.logical_date, dag.timezone)
+    text = args.logical_date if args.date is None else args.date
+    when = None if text is None else parse_date(text, dag.timezone)
     return test_dag(dag, settings, conf=conf, logical_date=when).exit_code

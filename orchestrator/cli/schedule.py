@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -44,6 +45,20 @@ def parse_when(text: str, timezone: str, flag: str, *, end_of_day: bool = False)
             f"{flag}: {text!r} is not a date or datetime (expected e.g. 2026-01-31, "
             f"2026-01-31T02:00 in the DAG's timezone, or 2026-01-31T02:00+01:00)"
         ) from None
+
+
+def date_text(flag: str) -> Callable[[str], str]:
+    """An argparse type: text :func:`parse_when` reads (checked as UTC, read later in
+    the DAG's timezone), else a usage error naming ``flag`` (exit 2, issue 26)."""
+
+    def check(text: str) -> str:
+        try:
+            parse_when(text, "UTC", flag)
+        except ConfigError as exc:
+            raise argparse.ArgumentTypeError(str(exc).removeprefix(f"{flag}: ")) from None
+        return text
+
+    return check
 
 
 PREVIEW_MAX = 10_000  # fire times one preview shows: a table longer than that is not read

@@ -16,7 +16,7 @@ from orchestrator.cli.common import (
     whole,
 )
 from orchestrator.clock import SystemClock
-from orchestrator.errors import OrchestratorError
+from orchestrator.errors import ConfigError, NotFoundError, OrchestratorError
 from orchestrator.settings import Settings
 
 
@@ -24,13 +24,25 @@ def register(sub: Any, parents: Parents) -> None:
     tasks = sub.add_parser("tasks", help="task instances").add_subparsers(
         dest="action", required=True
     )
-    p = parents.add(tasks, "list", "list the task instances of a run", json_output=True)
-    p.add_argument("run_id")
+    p = parents.add(
+        tasks,
+        "list",
+        "list the task instances of a run; of a DAG: its task ids (Airflow's 'tasks list DAG')",
+        json_output=True,
+    )
+    p.add_argument("run_id", metavar="RUN|DAG")
     p = parents.add(
         tasks, "test", "run one task in this process, without touching the store", json_output=True
     )
     p.add_argument("dag_id")
     p.add_argument("task_id")
+    p.add_argument(
+        "date",
+        nargs="?",
+        default=None,
+        metavar="LOGICAL_DATE_OR_RUN_ID",
+        help="Airflow's: a date, as --logical-date, or a run id of the DAG, as --from-run",
+    )
     p.add_argument("--logical-date", default=None, help="ISO date or datetime (default: now)")
     p.add_argument("--params", default=None, help="JSON object merged over the DAG's params")
     p.add_argument(
@@ -69,11 +81,22 @@ def register(sub: Any, parents: Parents) -> None:
     p.add_argument(
         "--follow", "-f", action="store_true", help="keep printing what a running try writes"
     )
-    p = parents.add(tasks, "clear", "reset a finished task so it runs again", json_output=True)
-    p.add_argument("run_id")
-    p.add_argument("task_id")
-    p.add_argument("--downstream", action="store_true", help="also clear its downstream tasks")
+    p = parents.add(
+        tasks,
+        "clear",
+        "reset a finished task of a run so it runs again; 'tasks clear DAG -t REGEX -s S -e E' "
+        "(Airflow's form): the matching tasks of every run in a date range, after a confirmation",
+        json_output=True,
+    )
+    p.add_argument("run_id", metavar="RUN|DAG", help="a run (with TASK), or a DAG (Airflow's form)")
+    p.add_argument("task_id", nargs="?", default=None, metavar="TASK")
+    p.add_argument(
+        "-d", "--downstream", action="store_true", help="also clear its downstream tasks"
+    )
     _map_index(p, "clear only this instance of a mapped task (default: all, expanded again)")
+    from orchestrator.cli.clear_runs import add_arguments as clear_runs_arguments  # issue 26
+
+    clear_runs_arguments(p)
     p = parents.add(tasks, "why", "why is this task not running (yet)?", json_output=True)
     p.add_argument("run_id")
     p.add_argument("task_id")
@@ -125,7 +148,11 @@ def cmd_tasks(args: argparse.Namespace, settings: Settings) -> int:
         emit(args, rows, rows, cols)
         return 0
     if args.action == "list":
-        store.get_run(args.run_id)
+        if _names_a_dag(store, args.run_id):  # issue 26: Airflow's 'tasks list DAG'
+            spec = store.current_spec(args.run_id)
+            rows = [{"task_id": t.task_id, "kind": t.kind} for t in spec.tasks.values()]
+            emit(args, rows if args.json else "\n".join(r["task_id"] for r in rows))
+            return 0
         tis = [t.to_dict() for t in store.task_instances(args.run_id)]
         emit(
             args,
@@ -148,6 +175,11 @@ def cmd_tasks(args: argparse.Namespace, settings: Settings) -> int:
 
         return show_try_log(args, settings, store)
     if args.action == "clear":
+        from orchestrator.cli.clear_runs import clear_across_runs, refuse_airflow_flags
+
+        if args.task_id is None:  # issue 26: Airflow's 'tasks clear DAG -t ...'
+            return clear_across_runs(args, store, SystemClock().now())
+        refuse_airflow_flags(args)
         cleared = store.clear_task(
             args.run_id,
             args.task_id,
@@ -171,19 +203,50 @@ def cmd_tasks(args: argparse.Namespace, settings: Settings) -> int:
 def _task_test(args: argparse.Namespace, settings: Settings) -> int:
     from orchestrator.engine.tasktest import run_task_test
 
+    when, from_run = args.logical_date, args.from_run
+    if args.date is not None and args.date.startswith(f"{args.dag_id}__"):
+        if from_run is not None:  # Airflow 3's [LOGICAL_DATE_OR_RUN_ID]: a run of the DAG
+            raise ConfigError("give the run once: as LOGICAL_DATE_OR_RUN_ID or as --from-run")
+        from_run = args.date
+    elif args.date is not None:
+        if when is not None:
+            raise ConfigError("give the logical date once: as LOGICAL_DATE or as --logical-date")
+        when = args.date
     params = parse_json_object(args.params, "--params")
     value = parse_json_object(args.map_value, "--map-value") if args.map_value is not None else None
     try:  # variables and connections from the database, when there is one
         found = open_store(settings)
     except OrchestratorError:
-        if args.from_run is not None:
+        if from_run is not None:
             raise
         found = None
     return run_task_test(
-        settings, args.dag_id, args.task_id, args.logical_date, params, found,
+        settings, args.dag_id, args.task_id, when, params, found,
         map_index=args.map_index, map_value=value,
-        upstream_results=dict(args.upstream_result), from_run=args.from_run,
+        upstream_results=dict(args.upstream_result), from_run=from_run,
     )  # fmt: skip
+
+
+def _names_a_dag(store: Any, name: str) -> bool:
+    """Whether ``tasks list NAME`` names a DAG (Airflow's form) rather than a run (ours).
+    A name that is both, or neither, is an error naming both readings."""
+    is_run, is_dag = _exists(store.get_run, name), _exists(store.get_dag, name)
+    if is_run and is_dag:
+        raise ConfigError(
+            f"{name!r} is both a run and a DAG: see 'orchestrator runs show {name}' for the "
+            f"run's task instances, 'orchestrator dags show {name}' for the DAG's tasks"
+        )
+    if not is_run and not is_dag:
+        raise NotFoundError(f"no run with run_id {name!r} and no DAG with dag_id {name!r}")
+    return is_dag
+
+
+def _exists(get: Any, name: str) -> bool:
+    try:
+        get(name)
+    except NotFoundError:
+        return False
+    return True
 
 
 def _count(text: str) -> int:

@@ -145,7 +145,9 @@ def checked_params(dag: Any, given: dict) -> dict:
     """``--params`` over the DAG's params, each declared one checked against its schema
     (ParamValidationError naming the param and the rule; a required one must be given)."""
     try:
-        return resolve_params(dag.params, dag.param_schemas, dag.required_params, given)
+        return resolve_params(
+            dag.params, dag.param_schemas, dag.required_params, given, strict=dag.strict_conf
+        )
     except ValueError as exc:
         raise ParamValidationError(f"--params: DAG {dag.dag_id!r}: {exc}") from None
 

@@ -233,7 +233,8 @@ def test_a_retried_trigger_never_makes_a_second_run(harness, write_dag):
 
 def test_trigger_dag_with_bad_conf_fails_its_try_with_the_reason(harness, write_dag):
     write_dag("trigger.py", TRIGGER.format(wait=False, flaky=False).replace(
-        '{"day": "monday"}', '{"nope": 1}'))  # fmt: skip
+        '{"day": "monday"}', '{"nope": 1}').replace(
+        'params={"day": "none"}', 'params={"day": "none"}, strict_conf=True'))  # fmt: skip
     harness.parse()
     run = harness.store.trigger_run("kicker", harness.clock.now())
     harness.tick()

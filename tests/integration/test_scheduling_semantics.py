@@ -150,7 +150,7 @@ def test_queue_runs_one_at_a_time_and_allow_up_to_max_active_runs(
 
 def test_trigger_checks_params_and_changes_nothing_on_bad_conf(harness, write_dag):
     store, clock = harness.store, harness.clock
-    write_dag("p.py", hourly_dag("p"))
+    write_dag("p.py", hourly_dag("p", extra="strict_conf=True,"))
     harness.parse()
     with pytest.raises(ConfigError, match="param 'n' must be an integer"):
         store.trigger_run("p", clock.now(), conf={"n": "three"})

@@ -118,8 +118,8 @@ def test_the_client_against_a_live_webserver(settings, store, write_dag, tmp_pat
 
         # errors carry the API's reason
         with pytest.raises(ClientError) as exc:
-            ops.trigger("greet", {"whom": 1})
-        assert exc.value.status == 400 and "unknown params whom" in exc.value.reason
+            ops.trigger("greet", {"who": 1})
+        assert exc.value.status == 400 and "param 'who' must be a string" in exc.value.reason
         with pytest.raises(ClientError) as exc:
             ops.trigger("greet", {"who": "ada"}, logical_date=when)
         assert exc.value.status == 409 and "already has a run" in exc.value.reason

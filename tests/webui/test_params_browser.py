@@ -107,3 +107,62 @@ def test_the_typed_trigger_form_is_filled_and_triggers_a_run(
             assert errors == []
         finally:
             browser.close()
+
+
+def _plain_dag(dag_id: str, **kw) -> dict:
+    with DAG(dag_id, schedule=None, params={"n": 1}, **kw) as dag:
+
+        @task
+        def show(ctx):
+            return ctx.conf
+
+    return serialize_dag(dag)
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_more_conf_is_checked_as_json_and_reaches_the_run(
+    chromium_path,  # noqa: F811
+    live_url,
+    store,
+):
+    """Issue 26: the trigger form's JSON object for keys that are not params (Airflow's
+    configuration JSON); a strict_conf DAG's form has none."""
+    from playwright.sync_api import expect, sync_playwright
+
+    store.save_dag(_plain_dag("loose"), START)
+    store.save_dag(_plain_dag("strict", strict_conf=True), START)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium_path, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            errors: list[str] = []
+            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+            page.goto(live_url + "/dags/strict")
+            page.locator("#trigger summary").click()
+            expect(page.locator("#trigger form input#param-n")).to_be_visible()
+            expect(page.locator("#trigger textarea#conf-extra")).to_have_count(0)
+
+            page.goto(live_url + "/dags/loose")
+            page.locator("#trigger summary").click()
+            form = page.locator("#trigger form")
+            extra = form.locator("textarea#conf-extra")
+            expect(extra).to_be_visible()
+            expect(form).to_contain_text("keys that are not params")
+            extra.fill('{"region": ')
+            status = form.locator("[data-param=conf_extra] .json-status")
+            expect(status).to_contain_text("not valid JSON")
+            form.locator("button[type=submit]").click()
+            assert page.url.endswith("/dags/loose")  # held back by the browser
+            assert store.list_runs("loose") == []
+
+            extra.fill('{"region": "eu", "tags": ["a"]}')
+            expect(status).to_have_text("valid JSON")
+            form.locator("input#param-n").fill("4")
+            with page.expect_navigation():
+                form.locator("button[type=submit]").click()
+            assert re.search(r"/runs/[^/]+$", page.url), page.url
+            [run] = store.list_runs("loose")
+            assert run.conf == {"region": "eu", "tags": ["a"], "n": 4}
+            assert errors == []
+        finally:
+            browser.close()

@@ -19,7 +19,7 @@ from ..current import get_store, now
 from ..dag_list import MAX_BULK
 from ..inputs import form_choice
 from ..mapped import form_map_index
-from ..params_form import parse_params
+from ..params_form import parse_extra_conf, parse_params
 from ..security import current_actor
 
 bp = Blueprint("actions", __name__)
@@ -59,7 +59,8 @@ def trigger(dag_id: str) -> Response:
     store = get_store()
     try:
         spec = store.current_spec(dag_id)
-        conf = parse_params(spec.params, request.form, spec.param_schemas)
+        conf = parse_extra_conf(spec.params, request.form)  # issue 26: other keys
+        conf.update(parse_params(spec.params, request.form, spec.param_schemas))
         run_id, message = ops.trigger(store, dag_id, conf, now(), _who())
     except OrchestratorError as exc:
         _flash(str(exc), "error")

@@ -257,14 +257,29 @@ class RunStore(StoreBase):
         return RunRecord.from_row(row)
 
     def list_runs(
-        self, dag_id: str | None = None, state: str | None = None, limit: int = 50
+        self,
+        dag_id: str | None = None,
+        state: str | None = None,
+        limit: int = 50,
+        *,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        exclude_types: tuple[str, ...] = (),
     ) -> list[RunRecord]:
+        """Runs, newest logical date first; ``since``/``until`` bound the logical date
+        (both inclusive), ``exclude_types`` leaves out run types (``("backfill",)``)."""
         r = m.dag_runs
         q = select(r).order_by(r.c.logical_date.desc(), r.c.id.desc()).limit(limit)
         if dag_id is not None:
             q = q.where(r.c.dag_id == dag_id)
         if state is not None:
             q = q.where(r.c.state == state)
+        if since is not None:
+            q = q.where(r.c.logical_date >= since)
+        if until is not None:
+            q = q.where(r.c.logical_date <= until)
+        if exclude_types:
+            q = q.where(r.c.run_type.not_in(list(exclude_types)))
         with self.read() as conn:
             return [RunRecord.from_row(row) for row in conn.execute(q)]
 

@@ -44,13 +44,39 @@ PARAMS = {"n": 1, "x": 1.5, "flag": False, "name": "a", "items": [], "opts": {},
         ({"flag": 0}, "param 'flag' must be a boolean"),
         ({"x": "big"}, "param 'x' must be a number"),
         ({"items": {}}, "param 'items' must be a list"),
-        ({"nope": 1}, "unknown param 'nope' (declared params: any, flag, items, n, name"),
     ],
 )
 def test_bad_conf_names_the_param(conf, message):
     with pytest.raises(ConfigError) as err:
         validate_conf(_spec(params=PARAMS), conf)
     assert message in str(err.value) and str(err.value).startswith("DAG 'd': ")
+
+
+def test_strict_conf_refuses_an_undeclared_key_naming_the_declared_ones():
+    with pytest.raises(ConfigError) as err:
+        validate_conf(_spec(params=PARAMS, strict_conf=True), {"nope": 1})
+    assert str(err.value) == (
+        "DAG 'd': unknown param 'nope' (declared params: any, flag, items, n, name, opts, x); "
+        "the DAG takes only its params (strict_conf=True)"
+    )
+    assert validate_conf(_spec(params=PARAMS), {"nope": 1}) == {**PARAMS, "nope": 1}
+
+
+def test_strict_conf_is_stored_only_when_set_and_must_be_a_bool():
+    assert "strict_conf" not in serialize_dag(_dag())  # version hashes of old DAGs kept
+    assert serialize_dag(_dag(strict_conf=True))["strict_conf"] is True
+    with pytest.raises(DagDefinitionError, match="strict_conf must be True or False"):
+        _dag(strict_conf="yes")
+
+
+def _dag(**kw) -> DAG:
+    with DAG("s", schedule=None, **kw) as dag:
+
+        @task
+        def a():
+            return 1
+
+    return dag
 
 
 def test_good_conf_is_merged_over_the_defaults():

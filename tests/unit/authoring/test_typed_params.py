@@ -101,9 +101,13 @@ def test_a_valid_conf_is_merged_over_the_defaults():
     assert merged["day"] == "2026-01-01" and merged["dry_run"] is False
 
 
-def test_undeclared_conf_keys_are_still_refused():
+def test_undeclared_conf_keys_are_kept_unless_strict_conf():
+    merged = validate_conf(_spec(), {**GOOD, "nope": 1})  # Airflow's rule (issue 26)
+    assert merged["nope"] == 1 and merged["limit"] == 100
     with pytest.raises(ConfigError, match="unknown param 'nope' \\(declared params: day, "):
-        validate_conf(_spec(), {**GOOD, "nope": 1})
+        validate_conf(_spec(strict_conf=True), {**GOOD, "nope": 1})
+    with pytest.raises(ConfigError, match="param 'limit': 0 is less"):  # declared: checked
+        validate_conf(_spec(), {**GOOD, "nope": 1, "limit": 0})
 
 
 @pytest.mark.parametrize(
