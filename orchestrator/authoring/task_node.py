@@ -83,6 +83,10 @@ class Task(Wiring):
         # issue 25: a dict result's keys are its outputs (None: from a -> dict annotation)
         multiple_outputs: bool | None = None,
         owner: str | None = None,  # issue 25: Airflow's owner (default_args' usually)
+        # issue 26: a shell task's working directory (None: the DAG file's folder), and
+        # its last line of output as its result (BashOperator's XCom)
+        cwd: str | None = None,
+        output_last_line: bool = False,
         where: tuple[str | None, int | None] | None = None,
     ) -> None:
         where = where or _caller()
@@ -196,6 +200,12 @@ class Task(Wiring):
         self.alerts, _, self.callbacks = alert_options(
             f"task {task_id!r}", alerts, None, hooks, where
         )
+        if (cwd is not None or output_last_line) and command is None:
+            raise _fail(f"task {task_id!r}: only a shell task has cwd= or output_last_line=", where)
+        if cwd is not None and (not isinstance(cwd, str) or not cwd.startswith("/")):
+            raise _fail(f"task {task_id!r}: cwd must be an absolute path, got {cwd!r}", where)
+        self.cwd = cwd
+        self.output_last_line = bool(output_last_line)
         if command is not None:
             if not isinstance(command, str) or not command.strip():
                 raise _fail(f"task {task_id!r}: command must be a non-empty string", where)

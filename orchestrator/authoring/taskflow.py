@@ -41,7 +41,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from orchestrator.authoring.building import _active, _current_group, _loading
-from orchestrator.authoring.context_names import CONTEXT_NAMES, context_values
+from orchestrator.authoring.context_names import CONTEXT_NAMES, RUNNING, context_values
 from orchestrator.authoring.where import Where
 from orchestrator.authoring.where import definition_error as _fail
 from orchestrator.authoring.xcom_arg import MARKER, XComArg, check_same_dag, resolve, spec_form
@@ -336,4 +336,8 @@ def invoke(task: Any, ctx: Any, map_kwargs: dict[str, Any] | None, takes_argumen
     ctx_first = task.ctx_first
     if ctx_first is None:  # the ctx style: the context to a function that takes one
         ctx_first = mapped or takes_argument(task.fn)
-    return task.fn(ctx, *args, **kwargs) if ctx_first else task.fn(*args, **kwargs)
+    token = RUNNING.set((ctx, task))  # issue 26: get_current_context() inside the call
+    try:
+        return task.fn(ctx, *args, **kwargs) if ctx_first else task.fn(*args, **kwargs)
+    finally:
+        RUNNING.reset(token)
