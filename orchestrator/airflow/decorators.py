@@ -28,6 +28,7 @@ from typing import Any
 from orchestrator.airflow import args as _args
 from orchestrator.airflow.runtime import direct_downstream, run_bash
 from orchestrator.authoring import decorators as _ours
+from orchestrator.authoring.building import _active
 from orchestrator.authoring.where import caller, definition_error
 
 __all__ = ["setup", "task", "teardown"]
@@ -67,9 +68,60 @@ def _options(kind: str, fn: Any, options: dict[str, Any], extra: frozenset[str])
 def _apply(maker: Callable[..., Any], fn: Any, kind: str, options: dict, extra=frozenset()):
     def decorate(func: Callable[..., Any]) -> Any:
         picked = {k: options[k] for k in extra if k in options}
-        return maker(func, **picked, **_options(kind, func, options, extra))
+        made = {**picked, **_options(kind, func, options, extra)}
+        if not _active and options.get("dag") is None:  # a module-level @task (Airflow's)
+            return _Deferred(maker, func, made)
+        return maker(func, **made)
 
     return decorate(fn) if fn is not None else decorate
+
+
+class _Deferred:
+    """A ``@task`` function decorated outside any DAG, as Airflow allows: calling it
+    inside ``with DAG(...)`` (or a ``@dag`` function) makes the task there and calls it
+    (a second call: ``t__1``); ``.override(task_id=...)``, ``.partial``, ``.expand`` and
+    ``.function`` as in Airflow. Outside any DAG it calls the function itself."""
+
+    def __init__(self, maker: Callable[..., Any], fn: Callable[..., Any], options: dict) -> None:
+        self._maker, self.function, self._options = maker, fn, options
+        self._made: dict[int, Any] = {}
+        functools.update_wrapper(self, fn)
+
+    def _task(self) -> Any:
+        owner = _active[-1]
+        made = self._made.get(id(owner))
+        if made is None or made.dag is not owner:
+            made = self._maker(self.function, **self._options)
+            self._made[id(owner)] = made
+        return made
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if not _active:
+            return self.function(*args, **kwargs)
+        return self._task()(*args, **kwargs)
+
+    def override(self, **options: Any) -> _Deferred:
+        """The same function with other task options (``task_id=``, ``retries=``...)."""
+        where = caller()
+        _args.check_known("override()", options.get("task_id"), options, TASK_ARGS, where)
+        own = _args.task_options("override()", options, where)
+        if "task_id" in options:
+            own["task_id"] = options["task_id"]
+        return _Deferred(self._maker, self.function, {**self._options, **own})
+
+    def partial(self, **fixed: Any) -> Any:
+        return self._in_dag("partial").partial(**fixed)
+
+    def expand(self, **sources: Any) -> Any:
+        return self._in_dag("expand").expand(**sources)
+
+    def expand_kwargs(self, source: Any) -> Any:
+        return self._in_dag("expand_kwargs").expand_kwargs(source)
+
+    def _in_dag(self, what: str) -> Any:
+        if not _active:
+            raise definition_error(f"{self.function.__name__}.{what}() is called outside a DAG")
+        return self._task()
 
 
 class _TaskDecorators:

@@ -130,6 +130,18 @@ class BaseOperator(Wiring):
         return self._task.output
 
     @property
+    def doc_md(self) -> str | None:
+        """The task's Markdown doc (``t1.doc_md = "..."`` after creating it, as
+        Airflow's tutorial does)."""
+        return self._task.description
+
+    @doc_md.setter
+    def doc_md(self, value: str | None) -> None:
+        if value is not None and not isinstance(value, str):
+            raise definition_error(f"{self.task_id!r}: doc_md must be a string (Markdown)")
+        self._task.description = value
+
+    @property
     def task(self) -> Task:
         """The task this operator declared."""
         return self._task

@@ -27,8 +27,8 @@ def _load(harness: Harness, write_dag, *names: str) -> None:
 def _run(harness: Harness, dag_id: str, conf: dict | None = None):
     run = harness.store.trigger_run(dag_id, harness.clock.now(), conf=conf or {})
     run = harness.run_until_finished(run.run_id)
-    states = {t.task_id: t for t in harness.store.task_instances(run.run_id)}
-    return run, states
+    instances = harness.store.task_instances(run.run_id)
+    return run, {t.task_id: t for t in instances if t.map_index <= 0}  # a mapped one: [0]
 
 
 def _results(harness: Harness, run_id: str, task_ids: list[str]) -> dict:
@@ -82,3 +82,128 @@ def test_sdk_helpers_branch_short_circuit_exceptions_credentials_and_groups(
     assert out["credentials"] == {"region": "eu-west-1", "max": 7, "host": "db.example"}
     spec = harness.store.spec("sdk_helpers", harness.store.get_dag("sdk_helpers").version_hash)
     assert spec.tasks["fail_fast"].retries == 3 and spec.tasks["join"].retries == 1
+
+
+def test_the_fundamentals_tutorial_runs_its_bash_operators_with_templates(
+    harness: Harness, write_dag
+):
+    _load(harness, write_dag, "tutorial.py")
+    spec = harness.store.spec("tutorial", harness.store.get_dag("tutorial").version_hash)
+    assert spec.tasks["sleep"].retries == 3 and spec.tasks["print_date"].retries == 1
+    assert spec.tasks["print_date"].description.startswith("#### Task Documentation")
+    run, tis = _run(harness, "tutorial")
+    assert run.state == "success"
+    assert {t: str(ti.state) for t, ti in tis.items()} == dict.fromkeys(
+        ("print_date", "sleep", "templated"), "success"
+    )
+    out = _results(harness, run.run_id, ["templated"])
+    day = run.logical_date.date()
+    week_later = day.fromordinal(day.toordinal() + 7).isoformat()
+    assert out["templated"] == week_later  # the last line of output: macros.ds_add(ds, 7)
+
+
+def test_classic_operators_run_as_airflow_runs_them(harness: Harness, write_dag):
+    _load(harness, write_dag, "classic_operators.py")
+    run, tis = _run(harness, "classic_operators", {"who": "ops"})
+    states = {t: str(ti.state) for t, ti in tis.items()}
+    assert states == {
+        "print_the_context": "success",
+        "sleep_for_0": "success",
+        "sleep_for_1": "success",
+        "sleep_for_2": "success",
+        "templates": "success",
+        "branching": "success",
+        "branch_a": "skipped",
+        "branch_b": "success",
+        "join": "success",
+        "condition_is_true": "success",
+        "true_1": "success",
+        "true_2": "success",
+        "condition_is_false": "success",
+        "false_1": "skipped",
+        "false_2": "skipped",
+        "bash_env": "success",
+        "skipped_by_exit": "skipped",  # exit 99: skip_on_exit_code
+        "uses_output": "success",
+        "add_one": "success",
+        "echoes": "success",
+        "hello": "success",
+    }
+    assert run.state == "success"
+    mapped = [t for t in harness.store.task_instances(run.run_id) if t.map_index >= 0]
+    assert sorted((t.task_id, t.map_index, str(t.state)) for t in mapped) == [
+        ("add_one", 0, "success"), ("add_one", 1, "success"), ("add_one", 2, "success"),
+        ("echoes", 0, "success"), ("echoes", 1, "success"),
+    ]  # fmt: skip
+    ids = ["print_the_context", "sleep_for_2", "templates", "bash_env", "uses_output", "hello"]
+    out = _results(harness, run.run_id, ids + ["add_one", "echoes"])
+    assert out["print_the_context"] == "Whatever you return gets printed in the logs"
+    assert out["sleep_for_2"] == pytest.approx(0.4)
+    assert out["templates"] == run.logical_date.strftime("%Y%m%d")
+    assert out["bash_env"] == f"day={run.logical_date:%Y-%m-%d} in /tmp"
+    assert out["uses_output"] == out["bash_env"].upper()
+    assert out["hello"] == f"Hello ops on {run.logical_date:%Y-%m-%d}"
+    assert out["add_one"] == [2, 3, 4]  # the mapped PythonOperator's instances, in order
+    assert out["echoes"] == ["one", "two"]
+
+
+def test_trigger_dag_run_operator_starts_the_target_and_waits_for_it(harness: Harness, write_dag):
+    _load(harness, write_dag, "example_trigger_controller_dag.py", "example_trigger_target_dag.py")
+    run, tis = _run(harness, "example_trigger_controller_dag")
+    assert run.state == "success" and str(tis["test_trigger_dagrun"].state) == "success"
+    [target] = harness.store.list_runs("example_trigger_target_dag")
+    assert target.state == "success" and target.conf == {"message": "Hello World"}
+    assert target.logical_date == run.logical_date  # the triggering run's logical date
+    out = _results(harness, target.run_id, ["run_this", "bash_task"])
+    assert out == {"run_this": "Hello World", "bash_task": "Here is the message: Hello World"}
+
+
+def test_http_operator_and_sensor_reach_the_host_of_their_connection(
+    harness: Harness, write_dag, monkeypatch
+):
+    from tests.integration.test_http_tasks import Server
+
+    server = Server()
+    try:
+        monkeypatch.setenv("ORCHESTRATOR_CONN_API", f"http://bob:s3cret-pw@127.0.0.1:{server.port}")
+        _load(harness, write_dag, "http_with_connection.py")
+        run, tis = _run(harness, "example_http_operator")
+    finally:
+        server.close()
+    states = {t: str(ti.state) for t, ti in tis.items()}
+    assert states == {
+        "http_sensor_check": "success",
+        "post_op": "success",
+        "get_op": "success",
+        "bad_status": "failed",  # a 500 fails the task, as HttpHook's check_response does
+    }
+    assert run.state == "failed"
+    out = _results(harness, run.run_id, ["post_op", "get_op"])
+    assert json.loads(out["post_op"]) == {"echo": '{"priority": 5}', "path": "/post"}
+    assert out["get_op"] == f"/get/{run.logical_date:%Y-%m-%d}"  # response_filter
+    post = next(r for r in server.requests if r["path"] == "/post")
+    assert post["method"] == "POST" and post["headers"]["Content-Type"] == "application/json"
+    assert post["headers"]["Authorization"].startswith("Basic ")  # the connection's login
+    get = next(r for r in server.requests if r["path"].startswith("/get/"))
+    assert get["method"] == "GET" and get["query"] == {"param1": ["value1"], "param2": ["value2"]}
+    error = harness.store.task_instance(run.run_id, "bad_status").error
+    assert "500" in error and "s3cret-pw" not in error
+
+
+def test_latest_only_skips_an_old_scheduled_run_and_never_a_manual_one(harness: Harness, write_dag):
+    _load(harness, write_dag, "latest_only_with_trigger.py")
+    harness.tick()  # catchup=False: one scheduled run, for the latest fire time of the fake
+    [scheduled] = harness.store.list_runs("latest_only_with_trigger")  # clock, long past now
+    scheduled = harness.run_until_finished(scheduled.run_id)
+    tis = {t.task_id: str(t.state) for t in harness.store.task_instances(scheduled.run_id)}
+    assert tis == {
+        "latest_only": "success",
+        "task1": "skipped",
+        "task2": "success",
+        "task3": "skipped",
+        "task4": "success",  # all_done
+    }
+    run, manual = _run(harness, "latest_only_with_trigger")
+    assert {t: str(ti.state) for t, ti in manual.items()} == dict.fromkeys(
+        ("latest_only", "task1", "task2", "task3", "task4"), "success"
+    )
