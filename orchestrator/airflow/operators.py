@@ -33,6 +33,7 @@ from orchestrator.authoring.task_node import Task
 from orchestrator.authoring.where import caller, definition_error
 from orchestrator.authoring.wiring import Wiring
 from orchestrator.authoring.xcom_arg import check_same_dag
+from orchestrator.scheduling.trigger_rules import TriggerRule
 
 __all__ = [
     "BaseOperator",
@@ -140,6 +141,22 @@ class BaseOperator(Wiring):
         if value is not None and not isinstance(value, str):
             raise definition_error(f"{self.task_id!r}: doc_md must be a string (Markdown)")
         self._task.description = value
+
+    @property
+    def trigger_rule(self) -> str:
+        """The task's trigger rule (``t.trigger_rule = TriggerRule.ALL_DONE`` after
+        creating it, as Airflow's examples do)."""
+        return self._task.trigger_rule
+
+    @trigger_rule.setter
+    def trigger_rule(self, value: str) -> None:
+        try:
+            self._task.trigger_rule = TriggerRule(value).value
+        except ValueError:
+            rules = ", ".join(r.value for r in TriggerRule)
+            raise definition_error(
+                f"{self.task_id!r}: unknown trigger_rule {value!r} (one of: {rules})"
+            ) from None
 
     @property
     def task(self) -> Task:

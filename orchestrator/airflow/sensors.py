@@ -53,6 +53,18 @@ def _seconds(value: Any) -> Any:
     return value.total_seconds() if isinstance(value, timedelta) else value
 
 
+def _fit_interval(sensor: dict[str, Any]) -> dict[str, Any]:
+    """A timeout shorter than poke_interval (Airflow allows it: one poke, then the
+    timeout) pokes at the timeout here."""
+    interval, timeout = _seconds(sensor.get("poke_interval")), _seconds(sensor.get("timeout"))
+    numbers = all(
+        isinstance(v, int | float) and not isinstance(v, bool) for v in (interval, timeout)
+    )
+    if numbers and 0 < timeout < interval:
+        sensor["poke_interval"] = timeout
+    return sensor
+
+
 class BaseSensorOperator(BaseOperator):
     """Airflow's ``BaseSensorOperator``: subclass it with ``poke(self, context)``
     returning a truthy value (or a :class:`PokeReturnValue`) once its condition holds.
@@ -94,6 +106,7 @@ class BaseSensorOperator(BaseOperator):
             "soft_fail": soft_fail, "exponential_backoff": exponential_backoff,
             "max_wait": max_wait,
         }  # fmt: skip
+        _fit_interval(self.sensor)
         super().__init__(**kwargs)
 
     def _declare(self, dag: Any, task_id: str, options: dict[str, Any], where: Any) -> Task:
@@ -229,6 +242,7 @@ class _BuiltIn(BaseOperator):
         sensor.pop("deferrable", None)  # built-in sensors wait slot-free anyway
         sensor.pop("mode", None)  # "poke" too: the worker checks, no slot is held
         sensor.setdefault("poke_interval", 60)
+        _fit_interval(sensor)
         try:  # checked here, so a mistake names this line
             sensor_options(**{k: _seconds(v) for k, v in sensor.items()})
         except (ValueError, TypeError) as exc:

@@ -207,3 +207,50 @@ def test_latest_only_skips_an_old_scheduled_run_and_never_a_manual_one(harness: 
     assert {t: str(ti.state) for t, ti in manual.items()} == dict.fromkeys(
         ("latest_only", "task1", "task2", "task3", "task4"), "success"
     )
+
+
+def test_example_sensors_wait_time_out_softly_and_meet_their_conditions(
+    harness: Harness, write_dag, dags_dir
+):
+    _load(harness, write_dag, "example_sensors.py")
+    run, tis = _run(harness, "example_sensors")
+    states = {t: str(ti.state) for t, ti in tis.items()}
+    assert states == {
+        "wait_some_seconds": "success",
+        "wait_some_seconds_async": "success",
+        "fire_immediately": "success",
+        "timeout_after_second_date_in_the_future": "skipped",  # soft_fail on its timeout
+        "wait_for_data_interval_end": "success",
+        "create_file_after_3_seconds": "success",
+        "wait_for_file": "success",
+        "success_sensor_python": "success",
+        "failure_timeout_sensor_python": "skipped",  # soft_fail on its timeout
+        "print_date_in_bash": "success",  # none_failed
+    }
+    assert run.state == "success"
+    assert (dags_dir / "temporary_file_for_testing").exists()
+    assert tis["failure_timeout_sensor_python"].try_number == 1  # no retry after a timeout
+    out = _results(harness, run.run_id, ["wait_for_file"])
+    assert [Path(p).name for p in out["wait_for_file"]] == ["temporary_file_for_testing"]
+
+
+def test_external_task_sensor_waits_for_the_parent_and_sensors_pass_values(
+    harness: Harness, write_dag
+):
+    _load(harness, write_dag, "example_external_task.py")
+    now = harness.clock.now()
+    child = harness.store.trigger_run("example_external_task_marker_child", now)
+    harness.tick()
+    harness.worker.run_until_idle()
+    harness.tick()
+    waiting = harness.store.task_instance(child.run_id, "child_task1")
+    assert str(waiting.state) == "up_for_reschedule"  # no parent run yet: it waits
+    parent = harness.store.trigger_run("example_external_task_marker_parent", now)
+    child = harness.run_until_finished(child.run_id)
+    assert harness.store.get_run(parent.run_id).state == "success"
+    assert child.state == "success"
+    states = {t.task_id: str(t.state) for t in harness.store.task_instances(child.run_id)}
+    assert set(states.values()) == {"success"}
+    assert _results(harness, child.run_id, ["wait_for_upstream"]) == {
+        "wait_for_upstream": "xcom_value"
+    }
