@@ -69,9 +69,16 @@ def _apply(maker: Callable[..., Any], fn: Any, kind: str, options: dict, extra=f
     def decorate(func: Callable[..., Any]) -> Any:
         picked = {k: options[k] for k in extra if k in options}
         made = {**picked, **_options(kind, func, options, extra)}
-        if not _active and options.get("dag") is None:  # a module-level @task (Airflow's)
+        owner = options.get("dag")
+        if not _active and owner is None:  # a module-level @task (Airflow's)
             return _Deferred(maker, func, made)
-        return maker(func, **made)
+        if owner is None:
+            return maker(func, **made)
+        _active.append(owner)  # @task(dag=d): made in d
+        try:
+            return maker(func, **made)
+        finally:
+            _active.pop()
 
     return decorate(fn) if fn is not None else decorate
 

@@ -201,3 +201,40 @@ def test_every_exported_name_is_listed_in_the_porting_guide():
     listed = set(re.findall(r"`([A-Za-z_][A-Za-z_.]*)", section))
     missing = [name for name in airflow.__all__ if name not in listed]
     assert not missing, f"docs/porting.md's orchestrator.airflow section lacks {missing}"
+
+
+def test_task_kinds_options_and_a_task_given_its_dag():
+    d = DAG("d", schedule=None)
+
+    @task(dag=d, retries=2)
+    def given():
+        return 1
+
+    with d:
+
+        @task.virtualenv(requirements=["tabulate==0.9.0"], python_version="3.11")
+        def venv():
+            return 1
+
+        @task.bash(env={"A": "1"}, skip_on_exit_code=3)
+        def command():
+            return "echo hi"
+
+    assert d.tasks["given"].retries == 2
+    assert d.tasks["venv"].python_env["requirements"] == ["tabulate==0.9.0"]
+    assert d.tasks["venv"].python_env["python"] == "python3.11"
+    assert d.tasks["command"].kind == "python"
+
+
+def test_shell_task_cwd_and_output_are_checked():
+    with DAG("d", schedule=None) as d:
+        d.shell("a", "pwd", cwd="/tmp", output_last_line=True)
+        with pytest.raises(DagDefinitionError, match="cwd must be an absolute path"):
+            d.shell("b", "pwd", cwd="relative")
+        with pytest.raises(DagDefinitionError, match="only a shell task has cwd="):
+            d.task(task_id="c", cwd="/tmp")(_one)
+        with pytest.raises(DagDefinitionError, match="PythonOperator 'e': unknown argument cwd="):
+            PythonOperator(task_id="e", python_callable=_one, cwd="/tmp")
+    spec = serialize_dag(d)
+    a = next(t for t in spec["tasks"] if t["task_id"] == "a")
+    assert a["cwd"] == "/tmp" and a["output_last_line"] is True
