@@ -254,3 +254,82 @@ def test_external_task_sensor_waits_for_the_parent_and_sensors_pass_values(
     assert _results(harness, child.run_id, ["wait_for_upstream"]) == {
         "wait_for_upstream": "xcom_value"
     }
+
+
+# issue 26 item 2: the samples as Airflow writes them (their Airflow imports put back;
+# Airflow 3 paths, and Airflow 2 paths for the sensors), ported by `dags port --write`
+AIRFLOW_IMPORTS = {
+    "tutorial_taskflow_api.py": "from airflow.sdk import dag, task\n",
+    "tutorial.py": (
+        "from airflow.providers.standard.operators.bash import BashOperator\n"
+        "from airflow.sdk import DAG\n"
+    ),
+    "classic_operators.py": (
+        "from airflow.providers.standard.operators.bash import BashOperator\n"
+        "from airflow.providers.standard.operators.empty import EmptyOperator\n"
+        "from airflow.providers.standard.operators.python import (\n"
+        "    BranchPythonOperator,\n"
+        "    PythonOperator,\n"
+        "    ShortCircuitOperator,\n"
+        ")\n"
+        "from airflow.sdk import DAG, BaseOperator, chain\n"
+        "from airflow.utils.trigger_rule import TriggerRule\n"
+    ),
+    "example_sensors.py": (
+        "from airflow.models.dag import DAG\n"
+        "from airflow.operators.bash import BashOperator\n"
+        "from airflow.sensors.date_time import DateTimeSensor\n"
+        "from airflow.sensors.filesystem import FileSensor\n"
+        "from airflow.sensors.python import PythonSensor\n"
+        "from airflow.sensors.time_delta import TimeDeltaSensor\n"
+        "from airflow.sensors.time_sensor import TimeSensor\n"
+        "from airflow.utils.trigger_rule import TriggerRule\n"
+    ),
+}
+
+
+def _as_airflow_wrote_it(name: str) -> str:
+    import ast
+
+    source = (SAMPLES / name).read_text()
+    lines = source.splitlines(keepends=True)
+    [node] = [
+        n for n in ast.parse(source).body
+        if isinstance(n, ast.ImportFrom) and n.module == "orchestrator.airflow"
+    ]  # fmt: skip
+    lines[node.lineno - 1 : node.end_lineno] = [AIRFLOW_IMPORTS[name]]
+    return "".join(lines)
+
+
+def test_airflow_files_ported_by_dags_port_write_run_to_their_states(
+    harness: Harness, write_dag, dags_dir, capsys
+):
+    from orchestrator.cli import main
+
+    for name in AIRFLOW_IMPORTS:
+        write_dag(name, _as_airflow_wrote_it(name))
+    assert (
+        "from airflow.sdk import dag, task" in (dags_dir / "tutorial_taskflow_api.py").read_text()
+    )
+    assert main(["dags", "port", str(dags_dir), "--write"]) == 0
+    out = capsys.readouterr().out
+    for name in AIRFLOW_IMPORTS:
+        assert f"{dags_dir / name}: ported" in out and "written)" in out
+        text = (dags_dir / name).read_text()
+        assert "\nfrom airflow" not in text and "\nfrom orchestrator.airflow import" in text
+    assert harness.parse().dags == 4 and not harness.store.import_errors()
+    runs = {
+        dag_id: _run(harness, dag_id, conf)
+        for dag_id, conf in (
+            ("tutorial_taskflow_api", None),
+            ("tutorial", None),
+            ("classic_operators", {"who": "ops"}),
+            ("example_sensors", None),
+        )
+    }
+    for dag_id, (run, _tis) in runs.items():
+        assert run.state == "success", dag_id
+    assert str(runs["classic_operators"][1]["branch_a"].state) == "skipped"
+    assert str(runs["example_sensors"][1]["failure_timeout_sensor_python"].state) == "skipped"
+    run = runs["tutorial_taskflow_api"][0]
+    assert _results(harness, run.run_id, ["load"])["load"] == pytest.approx(1236.7)
