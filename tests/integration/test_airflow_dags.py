@@ -333,3 +333,84 @@ def test_airflow_files_ported_by_dags_port_write_run_to_their_states(
     assert str(runs["example_sensors"][1]["failure_timeout_sensor_python"].state) == "skipped"
     run = runs["tutorial_taskflow_api"][0]
     assert _results(harness, run.run_id, ["load"])["load"] == pytest.approx(1236.7)
+
+
+def test_dynamic_task_mapping_examples_map_and_reduce(harness: Harness, write_dag):
+    _load(harness, write_dag, "example_dynamic_task_mapping.py")
+    run, _ = _run(harness, "example_dynamic_task_mapping")
+    assert run.state == "success"
+    assert _results(harness, run.run_id, ["add_one", "sum_it"]) == {
+        "add_one": [2, 3, 4],
+        "sum_it": 9,
+    }
+    run, _ = _run(harness, "example_task_mapping_second_order")
+    assert run.state == "success"
+    assert _results(harness, run.run_id, ["times_2", "add_10"]) == {
+        "times_2": [2, 4, 6],
+        "add_10": [12, 14, 16],
+    }
+
+
+def test_asset_conditions_start_the_consumers_their_events_satisfy(harness: Harness, write_dag):
+    _load(harness, write_dag, "example_assets.py")
+    consumers = (
+        "asset_consumes_1",
+        "consume_1_and_2_with_asset_expressions",
+        "consume_1_or_2_with_asset_expressions",
+        "consume_1_or_both_2_and_3_with_asset_expressions",
+    )
+
+    def runs_of() -> dict[str, int]:
+        harness.tick()
+        return {c: len(harness.store.list_runs(c)) for c in consumers}
+
+    assert runs_of() == dict.fromkeys(consumers, 0)
+    run, _ = _run(harness, "asset_produces_1")
+    assert run.state == "success"
+    assert runs_of() == {
+        "asset_consumes_1": 1,
+        "consume_1_and_2_with_asset_expressions": 0,  # waits for dag2's asset too
+        "consume_1_or_2_with_asset_expressions": 1,
+        "consume_1_or_both_2_and_3_with_asset_expressions": 1,
+    }
+    run, _ = _run(harness, "asset_produces_2")
+    assert run.state == "success"
+    after = runs_of()
+    assert after["consume_1_and_2_with_asset_expressions"] == 1  # both events are there now
+    assert after["consume_1_or_2_with_asset_expressions"] == 2
+    assert after["consume_1_or_both_2_and_3_with_asset_expressions"] == 1  # 3 never came
+    for consumer in consumers:
+        for r in harness.store.list_runs(consumer):
+            assert harness.run_until_finished(r.run_id).state == "success"
+
+
+def test_params_catchup_and_credentials_in_templates(harness: Harness, write_dag, monkeypatch):
+    monkeypatch.setenv("ORCHESTRATOR_VAR_REGION", "eu")
+    monkeypatch.setenv("ORCHESTRATOR_CONN_WAREHOUSE", "postgresql://u:pw@db.example:5432/w")
+    _load(harness, write_dag, "example_params_and_templates.py")
+    harness.tick()  # catchup=True: a run for every daily fire time since the start date
+    runs = sorted(
+        harness.store.list_runs("example_params_and_templates"), key=lambda r: r.logical_date
+    )
+    days = [r.logical_date.strftime("%Y-%m-%d") for r in runs]
+    assert days[:3] == ["2025-12-29", "2025-12-30", "2025-12-31"]
+    for r in runs:
+        assert harness.run_until_finished(r.run_id).state == "success"
+    first = _results(harness, runs[0].run_id, ["run_this", "also_run_this", "env_var_test_task"])
+    assert first == {
+        "run_this": {"x": 5, "task": "run_this", "tomorrow": None},
+        "also_run_this": "orders 2025-12-30 eu db.example",
+        "env_var_test_task": "x is 10",
+    }
+    manual = harness.store.trigger_run(
+        "example_params_and_templates", harness.clock.now(), conf={"x": 7, "table": "customers"}
+    )
+    assert harness.run_until_finished(manual.run_id).state == "success"
+    out = _results(harness, manual.run_id, ["also_run_this", "env_var_test_task"])
+    assert out["also_run_this"].startswith("customers ") and out["env_var_test_task"] == "x is 14"
+    from orchestrator.errors import ParamValidationError
+
+    with pytest.raises(ParamValidationError, match="x"):  # the schema: minimum 3
+        harness.store.trigger_run(
+            "example_params_and_templates", harness.clock.now(), conf={"x": 1}
+        )
