@@ -287,9 +287,10 @@ def _run(
         # value rendered), the rendered values, then the ORCHESTRATOR_* variables
         task_env = render_env(task.env, variables, filters)
         env = {**os.environ, **task_env, **shell.env, **_orchestrator_env(ctx)}
+        cwd = task.cwd or os.path.dirname(os.path.abspath(dag.fileloc))  # as a worker's
         proc = subprocess.Popen(
             ["/bin/sh", "-c", shell.script], env=env, stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
+            stderr=subprocess.STDOUT, cwd=cwd,
         )  # fmt: skip
         assert proc.stdout is not None
         with proc.stdout:

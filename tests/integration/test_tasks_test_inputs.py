@@ -230,3 +230,20 @@ def test_tasks_test_pulls_from_the_stored_run_and_stores_no_push(
     assert "tasks test reads results of other tasks with --from-run RUN_ID" in (
         capsys.readouterr().out
     )
+
+
+def test_a_shell_task_runs_in_its_cwd_or_its_dag_files_folder(cli, capsys, write_dag, dags_dir):
+    write_dag(
+        "places.py",
+        """
+        from orchestrator import DAG
+
+        with DAG("places", schedule=None) as dag:
+            dag.shell("there", "pwd", cwd="/tmp")
+            dag.shell("here", "pwd")
+        """,
+    )
+    assert cli("tasks", "test", "places", "there") == 0
+    assert "\n/tmp\n" in capsys.readouterr().out
+    assert cli("tasks", "test", "places", "here") == 0  # as a worker runs it
+    assert f"\n{dags_dir}\n" in capsys.readouterr().out
