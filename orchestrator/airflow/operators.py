@@ -115,9 +115,32 @@ class BaseOperator(Wiring):
         """What the operator does in a try (override it)."""
         raise NotImplementedError(f"{type(self).__name__} must define execute(self, context)")
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        """A templated field set after the task is made (a custom operator's
+        ``self.name = name`` after ``super().__init__``) wires the results it references."""
+        object.__setattr__(self, name, value)
+        made = self.__dict__.get("_task")
+        if made is not None and name in self.template_fields:
+            for ref in check_same_dag(made, value, (made.fileloc, made.lineno)):
+                made.upstream_ids.add(ref.task.task_id)
+
     # -- wiring, results, mapping --------------------------------------------------
     def members(self, side: str) -> list[Task]:
         return [self._task]
+
+    def as_setup(self) -> BaseOperator:
+        """Make this a setup task (``create.as_setup() >> work``); returns the operator."""
+        self._task.as_setup()
+        return self
+
+    def as_teardown(
+        self, *, setups: Any = None, on_failure_fail_dagrun: bool | None = None
+    ) -> BaseOperator:
+        """Make this a teardown task of ``setups`` (operators or tasks)."""
+        ups = setups if isinstance(setups, list | tuple) else [setups] if setups else None
+        tasks = [u._task if isinstance(u, BaseOperator) else u for u in ups] if ups else None
+        self._task.as_teardown(setups=tasks, on_failure_fail_dagrun=on_failure_fail_dagrun)
+        return self
 
     def set_downstream(self, others: Any) -> None:
         self._task.set_downstream(others)

@@ -238,3 +238,27 @@ def test_shell_task_cwd_and_output_are_checked():
     spec = serialize_dag(d)
     a = next(t for t in spec["tasks"] if t["task_id"] == "a")
     assert a["cwd"] == "/tmp" and a["output_last_line"] is True
+
+
+def test_a_custom_operators_field_set_after_init_wires_its_reference_and_setups():
+    from orchestrator.airflow import BaseOperator
+
+    class Hello(BaseOperator):
+        template_fields = ("name",)
+
+        def __init__(self, name, **kwargs):
+            super().__init__(**kwargs)
+            self.name = name
+
+        def execute(self, context):
+            return self.name
+
+    with DAG("d", schedule=None) as d:
+        src = PythonOperator(task_id="src", python_callable=lambda: "x")
+        hello = Hello(task_id="hello", name=src.output)
+        create = EmptyOperator(task_id="create")
+        delete = EmptyOperator(task_id="delete")
+        create.as_setup() >> hello >> delete.as_teardown(setups=create)
+    assert d.tasks["hello"].upstream_ids == {"src", "create"}
+    assert d.tasks["create"].is_setup and d.tasks["delete"].is_teardown
+    assert d.tasks["delete"].upstream_ids == {"hello", "create"}
