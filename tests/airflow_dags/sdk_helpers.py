@@ -1,6 +1,6 @@
 """Airflow 3 ``airflow.sdk`` helpers in one DAG, as Airflow's docs write them:
 ``with DAG``, ``default_args``, ``@task.branch``, ``@task.short_circuit``,
-``Label``, ``chain``, ``cross_downstream``, ``get_current_context``, ``TriggerRule``,
+``@task.bash``, ``Label``, ``chain``, ``cross_downstream``, ``get_current_context``, ``TriggerRule``,
 ``@task_group``, ``@setup`` / ``@teardown``, ``Param``, ``Variable``,
 ``BaseHook.get_connection`` and the task exceptions. Only the imports are changed
 (``from airflow.sdk import ...``, ``from airflow.exceptions import ...``)."""
@@ -110,6 +110,10 @@ with DAG(
 
         cross_downstream([a(), b()], [c(), d()])
 
+    @task.bash(env={"WHO": "bash"}, append_env=True)
+    def greet_in_bash(params=None):
+        return 'echo "$WHO says {{ params.mode }} on {{ ds }}" && exit 0'
+
     @teardown
     def remove_workdir():
         return "removed"
@@ -124,3 +128,4 @@ with DAG(
     chain(day, [skip_me(), fail_fast()], credentials())
     credentials >> report_group() >> remove_workdir()
     work >> remove_workdir
+    day >> greet_in_bash()

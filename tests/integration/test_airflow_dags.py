@@ -73,10 +73,12 @@ def test_sdk_helpers_branch_short_circuit_exceptions_credentials_and_groups(
         "report_group.c": "success",
         "report_group.d": "success",
         "remove_workdir": "success",  # the teardown
+        "greet_in_bash": "success",
     }
     assert tis["fail_fast"].try_number == 1
     assert run.state == "success"  # Airflow: the leaves decide, and they succeeded
-    out = _results(harness, run.run_id, ["which_day", "credentials", "pick"])
+    out = _results(harness, run.run_id, ["which_day", "credentials", "greet_in_bash"])
+    assert out["greet_in_bash"] == f"bash says full on {run.logical_date:%Y-%m-%d}"
     assert out["which_day"]["ds"] == run.logical_date.strftime("%Y-%m-%d")
     assert out["which_day"]["run_id"] == run.run_id
     assert out["credentials"] == {"region": "eu-west-1", "max": 7, "host": "db.example"}
