@@ -416,3 +416,31 @@ def test_params_catchup_and_credentials_in_templates(harness: Harness, write_dag
         harness.store.trigger_run(
             "example_params_and_templates", harness.clock.now(), conf={"x": 1}
         )
+
+
+def test_callbacks_get_airflows_context_a_list_of_them_too(
+    harness: Harness, write_dag, dags_dir, settings
+):
+    from orchestrator.observability.alerts.delivery import AlertDelivery
+    from orchestrator.observability.alerts.watchdog import AlertWatchdog
+
+    _load(harness, write_dag, "example_callbacks.py")
+    watchdog, delivery = (
+        AlertWatchdog(harness.store, settings),
+        AlertDelivery(harness.store, settings),
+    )
+    watchdog.check(harness.clock.now())
+    run, tis = _run(harness, "example_callback")
+    assert run.state == "failed" and str(tis["task4"].state) == "failed"
+    watchdog.check(harness.clock.now())
+    while delivery.tick(harness.clock.now()):
+        pass
+    lines = [json.loads(x) for x in (dags_dir / "callbacks.jsonl").read_text().splitlines()]
+    got = sorted((x["kind"], x["task"]) for x in lines)
+    assert got == [
+        ("dag_failure", None),  # a DAG's failure: no task instance
+        ("task_failure", "task4"),
+        ("task_success", "task3"),  # both callbacks of the list, in the try's process
+        ("task_success_2", "task3"),
+    ]
+    assert {x["run_id"] for x in lines} == {run.run_id}
