@@ -200,7 +200,7 @@ class _TaskDecorators:
         return _apply(make, python_callable, "@task.bash", options)
 
     def __getattr__(self, name: str) -> Any:
-        if name.startswith("__"):
+        if name.startswith("_"):
             raise AttributeError(name)
         why = MISSING_KINDS.get(name, "use @task, @task.bash or @task.virtualenv")
         raise definition_error(f"@task.{name} is not supported here: {why}", caller())
