@@ -7,7 +7,7 @@ turns them into :class:`~orchestrator.authoring.task_node.Task` options. An argu
 do not support is a :class:`~orchestrator.errors.DagDefinitionError` naming the DAG
 file's line, the argument and what to write instead, never silently dropped::
 
-    >>> task_options("BashOperator", {"task_id": "t", "sla": 60}, ("etl.py", 9))
+    >>> task_options("BashOperator", {"task_id": "t", "sla": 60}, ("etl.py", 9))  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
     orchestrator.errors.DagDefinitionError: etl.py:9: BashOperator 't': sla= is not supported ...

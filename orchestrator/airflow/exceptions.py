@@ -19,19 +19,31 @@ from orchestrator.errors import Fail, Skip
 
 
 class AirflowException(Exception):  # noqa: N818 - Airflow's name
-    """Base of Airflow's exceptions: raised in a task, an ordinary (retried) failure."""
+    """Base of Airflow's exceptions: raised in a task, an ordinary (retried) failure.
+
+    >>> raise AirflowException("upstream API down")  # doctest: +SKIP
+    """
 
 
 class AirflowSkipException(AirflowException, Skip):
-    """Raise in a task to mark it skipped (its downstream follow by trigger rule)."""
+    """Raise in a task to mark it skipped (its downstream follow by trigger rule).
+
+    >>> raise AirflowSkipException("no file today")  # doctest: +SKIP
+    """
 
 
 class AirflowFailException(AirflowException, Fail):
-    """Raise in a task to fail it now, with no retry."""
+    """Raise in a task to fail it now, with no retry.
+
+    >>> raise AirflowFailException("bad input")  # doctest: +SKIP
+    """
 
 
 class AirflowSensorTimeout(AirflowException, Fail):
-    """A sensor gave up: it fails with no retry (Airflow's meaning)."""
+    """A sensor gave up: it fails with no retry (Airflow's meaning).
+
+    >>> raise AirflowSensorTimeout("gave up")  # doctest: +SKIP
+    """
 
 
 __all__ = [

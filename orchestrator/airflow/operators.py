@@ -269,14 +269,20 @@ class PythonOperator(BaseOperator):
 
 class BranchPythonOperator(PythonOperator):
     """Airflow's ``BranchPythonOperator``: the callable returns the task id(s) to follow
-    among the direct downstream tasks; the others are skipped."""
+    among the direct downstream tasks; the others are skipped.
+
+    >>> BranchPythonOperator(task_id="pick", python_callable=lambda: "full")  # doctest: +SKIP
+    """
 
     _branch = True
 
 
 class ShortCircuitOperator(PythonOperator):
     """Airflow's ``ShortCircuitOperator``: a falsy result skips the direct downstream
-    tasks (and, by trigger rule, theirs)."""
+    tasks (and, by trigger rule, theirs).
+
+    >>> ShortCircuitOperator(task_id="any", python_callable=lambda: False)  # doctest: +SKIP
+    """
 
     _branch = True
     own_args = PythonOperator.own_args | {"ignore_downstream_trigger_rules"}
@@ -298,7 +304,10 @@ def _nothing() -> None:
 
 
 class EmptyOperator(BaseOperator):
-    """Airflow's ``EmptyOperator``: does nothing (a join or a placeholder)."""
+    """Airflow's ``EmptyOperator``: does nothing (a join or a placeholder).
+
+    >>> EmptyOperator(task_id="join", trigger_rule="none_failed")  # doctest: +SKIP
+    """
 
     def _declare(self, dag: Any, task_id: str, options: dict[str, Any], where: Any) -> Task:
         return Task(dag, task_id, fn=_nothing, where=where, **options)
@@ -307,7 +316,10 @@ class EmptyOperator(BaseOperator):
 class LatestOnlyOperator(BaseOperator):
     """Airflow's ``LatestOnlyOperator``: in a scheduled (or backfill) run that is not
     the latest one (now is past the next fire time), its direct downstream tasks are
-    skipped; manual and asset-triggered runs always continue."""
+    skipped; manual and asset-triggered runs always continue.
+
+    >>> LatestOnlyOperator(task_id="latest_only") >> notify  # doctest: +SKIP
+    """
 
     _branch = True
 

@@ -52,7 +52,11 @@ PORTED, WARNED, NOT_PORTABLE = "ported", "ported with warnings", "not portable"
 
 @dataclass
 class PortReport:
-    """What porting one file gives: the new text, the verdict and its reasons."""
+    """What porting one file gives: the new text, the verdict and its reasons.
+
+    >>> port_source("from airflow.sdk import AssetAlias\\n", "a.py").verdict
+    'not portable'
+    """
 
     path: str
     original: str

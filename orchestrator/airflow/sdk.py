@@ -211,7 +211,10 @@ class Asset(_Asset):
 # -- wiring --------------------------------------------------------------------------
 class Label:
     """Airflow's edge label: ``a >> Label("when empty") >> b`` wires ``a >> b``. The
-    label itself is not stored or drawn here."""
+    label itself is not stored or drawn here.
+
+    >>> check >> Label("no rows") >> notify  # doctest: +SKIP
+    """
 
     def __init__(self, label: str) -> None:
         self.label = label

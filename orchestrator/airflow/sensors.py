@@ -123,7 +123,10 @@ class BaseSensorOperator(BaseOperator):
 
 
 class PythonSensor(BaseSensorOperator):
-    """Airflow's ``PythonSensor(python_callable=..., op_args=..., op_kwargs=...)``."""
+    """Airflow's ``PythonSensor(python_callable=..., op_args=..., op_kwargs=...)``.
+
+    >>> PythonSensor(task_id="ready", python_callable=is_ready, poke_interval=30)  # doctest: +SKIP
+    """
 
     template_fields = ("templates_dict", "op_args", "op_kwargs")
     own_args = SENSOR_ARGS | {"python_callable", "op_args", "op_kwargs", "templates_dict"}
@@ -155,7 +158,10 @@ class PythonSensor(BaseSensorOperator):
 class HttpSensor(BaseSensorOperator):
     """Airflow's ``HttpSensor(http_conn_id=..., endpoint=..., response_check=...)``: met
     when the response is not an error (a 404 is "not yet") and ``response_check``
-    holds."""
+    holds.
+
+    >>> HttpSensor(task_id="up", http_conn_id="api", endpoint="health")  # doctest: +SKIP
+    """
 
     template_fields = ("endpoint", "request_params", "headers")
     own_args = SENSOR_ARGS | {
@@ -199,7 +205,10 @@ class HttpSensor(BaseSensorOperator):
 class DateTimeSensor(BaseSensorOperator):
     """Airflow's ``DateTimeSensor(target_time=...)``: met once now is past
     ``target_time`` (a datetime, or a template such as
-    ``"{{ data_interval_end + macros.timedelta(hours=1) }}"``; naive: UTC)."""
+    ``"{{ data_interval_end + macros.timedelta(hours=1) }}"``; naive: UTC).
+
+    >>> DateTimeSensor(task_id="at", target_time="{{ data_interval_end }}")  # doctest: +SKIP
+    """
 
     template_fields = ("target_time",)
     own_args = SENSOR_ARGS | {"target_time"}
@@ -267,7 +276,10 @@ class _BuiltIn(BaseOperator):
 
 class FileSensor(_BuiltIn):
     """Airflow's ``FileSensor(filepath=..., recursive=...)``: a glob, templated;
-    relative paths are read from the DAG file's folder."""
+    relative paths are read from the DAG file's folder.
+
+    >>> FileSensor(task_id="land", filepath="/data/{{ ds }}/*.csv")  # doctest: +SKIP
+    """
 
     own_args = SENSOR_ARGS | {"filepath", "fs_conn_id", "recursive"}
 
@@ -292,7 +304,10 @@ class FileSensor(_BuiltIn):
 
 class ExternalTaskSensor(_BuiltIn):
     """Airflow's ``ExternalTaskSensor(external_dag_id=..., external_task_id=...,
-    allowed_states=..., failed_states=..., execution_delta=...)``."""
+    allowed_states=..., failed_states=..., execution_delta=...)``.
+
+    >>> ExternalTaskSensor(task_id="up", external_dag_id="ingest")  # doctest: +SKIP
+    """
 
     own_args = SENSOR_ARGS | {
         "external_dag_id", "external_task_id", "external_task_ids", "allowed_states",
@@ -355,7 +370,10 @@ class ExternalTaskSensor(_BuiltIn):
 
 
 class TimeDeltaSensor(_BuiltIn):
-    """Airflow's ``TimeDeltaSensor(delta=...)``: ``delta`` after the data interval's end."""
+    """Airflow's ``TimeDeltaSensor(delta=...)``: ``delta`` after the data interval's end.
+
+    >>> TimeDeltaSensor(task_id="settle", delta=timedelta(minutes=5))  # doctest: +SKIP
+    """
 
     own_args = SENSOR_ARGS | {"delta"}
 
@@ -369,7 +387,10 @@ class TimeDeltaSensor(_BuiltIn):
 
 class TimeSensor(_BuiltIn):
     """Airflow's ``TimeSensor(target_time=time(...))``: that time of day, in the DAG's
-    timezone, on the day the data interval ends."""
+    timezone, on the day the data interval ends.
+
+    >>> TimeSensor(task_id="six", target_time=time(6, 0))  # doctest: +SKIP
+    """
 
     own_args = SENSOR_ARGS | {"target_time"}
 
