@@ -370,7 +370,16 @@ def run_try(
             logger.info("command succeeded")
             hook("on_success")
             if tail is not None and tail.line is not None:  # issue 26: as a JSON string
-                return {"ok": True, "result": json.dumps(masker.mask_value(tail.line))}
+                result = json.dumps(masker.mask_value(tail.line))
+                if len(result.encode()) > job["max_result_bytes"]:
+                    return _failure(
+                        logger,
+                        f"task {ctx.task_id!r}: its last line of output is "
+                        f"{len(result.encode())} bytes of JSON, over the "
+                        f"{job['max_result_bytes']}-byte limit (max_result_bytes)",
+                        None,
+                    )
+                return {"ok": True, "result": result}
             return {"ok": True, "result": None}
         if job["kind"] == "http":
             hook("on_execute")

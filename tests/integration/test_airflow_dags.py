@@ -444,3 +444,34 @@ def test_callbacks_get_airflows_context_a_list_of_them_too(
         ("task_success_2", "task3"),
     ]
     assert {x["run_id"] for x in lines} == {run.run_id}
+
+
+LAST_LINES = """
+from orchestrator import DAG
+
+with DAG("lines", schedule=None) as dag:
+    dag.shell("secret", 'echo first; echo "token={{ var.value.api_token }}"; echo',
+              output_last_line=True)
+    dag.shell("huge", "head -c 70000 /dev/zero | tr '\\\\0' x; echo", output_last_line=True)
+    dag.shell("silent", "true", output_last_line=True)
+    dag.shell("plain", "echo not a result")
+"""
+
+
+def test_a_shell_tasks_last_line_is_its_result_masked_and_bounded(
+    harness: Harness, write_dag, monkeypatch
+):
+    monkeypatch.setenv("ORCHESTRATOR_VAR_API_TOKEN", "tok-very-secret-123")
+    write_dag("lines.py", LAST_LINES)
+    assert harness.parse().dags == 1, harness.store.import_errors()
+    run, tis = _run(harness, "lines")
+    states = {t: str(ti.state) for t, ti in tis.items()}
+    assert states == {
+        "secret": "success",
+        "huge": "failed",
+        "silent": "success",
+        "plain": "success",
+    }
+    out = _results(harness, run.run_id, ["secret", "silent", "plain"])
+    assert out == {"secret": "token=***", "silent": None, "plain": None}
+    assert "over the 65536-byte limit (max_result_bytes)" in tis["huge"].error
