@@ -103,11 +103,11 @@ class BaseOperator(Wiring):
         """The try: a copy with its templated fields (and mapped arguments) filled in,
         then ``execute(context)``."""
         op = copy.copy(self)
-        for name in self._mapped:
-            setattr(op, name, context.pop(name))
+        for name in self._mapped:  # object.__setattr__: values now, nothing to wire
+            object.__setattr__(op, name, context.pop(name))
         for name in self.template_fields:
             value = getattr(op, name, None)
-            setattr(op, name, runtime.rendered(value, f"{self.task_id}.{name}"))
+            object.__setattr__(op, name, runtime.rendered(value, f"{self.task_id}.{name}"))
         value = op.execute(context)
         return value if self.do_xcom_push or self._branch else None
 
