@@ -95,6 +95,22 @@ CASES = [
         ["Asset 'orders'", "extra= is not supported", "outlet_events"],
     ),
     (
+        'with DAG("d"):\n    @task(sla=timedelta(hours=1))\n    def f():\n        pass',
+        6,
+        ["@task 'f'", "sla= is not supported", "deadline="],
+    ),
+    (
+        'with DAG("d"):\n    @task.sensor(poke_interval=5, silent_fail=True)\n    def f():\n'
+        "        return True",
+        6,
+        ["@task.sensor 'f'", "unknown argument silent_fail="],
+    ),
+    (
+        'with DAG("d"):\n    BashOperator(task_id="t", bash_command="x", output_processor=len)',
+        6,
+        ["BashOperator 't'", "output_processor=", "downstream"],
+    ),
+    (
         'with DAG("d"):\n    PythonSensor(task_id="p", python_callable=bool, never_fail=True)',
         6,
         ["PythonSensor 'p'", "never_fail=", "soft_fail=True"],

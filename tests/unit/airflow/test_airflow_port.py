@@ -139,3 +139,9 @@ def test_the_command_writes_only_with_write_and_never_a_file_that_does_not_port(
     assert rows[str(bad)]["verdict"] == "not portable" and rows[str(bad)]["written"] is False
     assert main(["dags", "port", str(tmp_path / "missing.py")]) == 2
     assert "no such file or folder" in capsys.readouterr().err
+
+
+def test_porting_a_ported_file_changes_nothing():
+    once = port_source(AIRFLOW2, "d.py")
+    twice = port_source(once.text, "d.py")
+    assert not twice.changed and twice.rewritten == 0 and twice.verdict == PORTED
