@@ -475,3 +475,39 @@ def test_a_shell_tasks_last_line_is_its_result_masked_and_bounded(
     out = _results(harness, run.run_id, ["secret", "silent", "plain"])
     assert out == {"secret": "token=***", "silent": None, "plain": None}
     assert "over the 65536-byte limit (max_result_bytes)" in tis["huge"].error
+
+
+def test_setup_teardown_taskflow_example_runs_its_scopes(harness: Harness, write_dag):
+    _load(harness, write_dag, "example_setup_teardown_taskflow.py")
+    spec = harness.store.spec(
+        "example_setup_teardown_taskflow",
+        harness.store.get_dag("example_setup_teardown_taskflow").version_hash,
+    )
+    # `with outer_teardown(outer_setup()): outer_work()` puts outer_work between them
+    assert spec.tasks["outer_work"].upstream == ("outer_setup",)
+    assert "outer_work" in spec.tasks["outer_teardown"].upstream
+    run, tis = _run(harness, "example_setup_teardown_taskflow")
+    assert run.state == "success" and {str(t.state) for t in tis.values()} == {"success"}
+    assert len(tis) == 9
+    out = _results(harness, run.run_id, ["outer_teardown", "section_1.inner_teardown"])
+    assert out == {
+        "outer_teardown": "some cluster id",
+        "section_1.inner_teardown": "some_cluster_id",
+    }
+
+
+def test_task_group_branch_labels_and_xcom_examples(harness: Harness, write_dag):
+    _load(harness, write_dag, "example_task_group.py", "example_branch_labels.py")
+    for dag_id, count in (("example_task_group", 9), ("example_branch_labels", 7)):
+        run, tis = _run(harness, dag_id)
+        assert run.state == "success" and len(tis) == count
+        assert {str(t.state) for t in tis.values()} == {"success"}
+    run, tis = _run(harness, "example_xcom")
+    assert run.state == "success" and {str(t.state) for t in tis.values()} == {"success"}
+    ids = ["bash_push", "bash_pull", "pull_value_from_bash_push", "puller"]
+    assert _results(harness, run.run_id, ids) == {
+        "bash_push": "value_by_return",
+        "bash_pull": None,  # do_xcom_push=False
+        "pull_value_from_bash_push": "value_by_return",
+        "puller": [[1, 2, 3], {"a": "b"}],
+    }
