@@ -9,7 +9,7 @@
 its environment, never spliced into the script); a command naming a ``.sh`` / ``.bash``
 file is read from the DAG's ``template_searchpath``. Its last line of output is its
 result (``.output``), exit status 99 (``skip_on_exit_code``) skips it. The command runs
-with ``/bin/sh -c`` (Airflow: bash) in the DAG file's folder unless ``cwd=`` says
+with ``bash -c``, as in Airflow, in the DAG file's folder unless ``cwd=`` says
 otherwise; ``env`` adds to the task's environment (with or without ``append_env``:
 the task's environment is an allow-list already, see docs/porting.md).
 ``BashOperator.partial(task_id=...).expand(bash_command=[...])`` maps over commands.
@@ -109,6 +109,7 @@ class BashOperator(BaseOperator):
             cwd=self.cwd,
             skip_on_exit_code=self.skip_on_exit_code,
             output_last_line=self.do_xcom_push,
+            bash=True,
             where=where,
             **options,
         )

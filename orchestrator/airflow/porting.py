@@ -35,8 +35,8 @@ RENAMED = {
 }
 # names supported with a difference worth reading before the first run
 DIFFERENCES = {
-    "BashOperator": "runs with /bin/sh -c in the DAG file's folder; env= adds to the "
-    "task's environment",
+    "BashOperator": "runs in the DAG file's folder (Airflow: a temporary one); env= adds to "
+    "the task's environment",
     "ShortCircuitOperator": "skips the direct downstream tasks; theirs follow by trigger rule",
     "LatestOnlyOperator": "skips the direct downstream tasks; theirs follow by trigger rule",
     "Variable": "Variable.get only inside a task (files parse without credentials); "

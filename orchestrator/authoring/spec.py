@@ -163,6 +163,8 @@ def controls_of_task(t: Any) -> dict[str, Any]:
         out["cwd"] = t.cwd
     if getattr(t, "output_last_line", False):
         out["output_last_line"] = True
+    if getattr(t, "bash", False):
+        out["bash"] = True
     return out
 
 
@@ -190,6 +192,7 @@ def task_controls_from(t: dict[str, Any]) -> dict[str, Any]:
         "run_as_user": t.get("run_as_user"),
         "cwd": t.get("cwd"),
         "output_last_line": t.get("output_last_line", False),
+        "bash": t.get("bash", False),
     }
 
 
@@ -252,6 +255,7 @@ class TaskSpec:
     # last line of output as its result
     cwd: str | None = None
     output_last_line: bool = False
+    bash: bool = False  # run with bash -c (BashOperator), not /bin/sh -c
     # issue 25: setup and teardown tasks (authoring/setup_teardown.py)
     is_setup: bool = False
     is_teardown: bool = False

@@ -359,9 +359,8 @@ def run_try(
             )
             hook("on_execute")
             tail = _LastLine(logfile) if job.get("output_last_line") else None
-            returncode = _run_command(
-                ["/bin/sh", "-c", command], tail or logfile, env=env, cwd=job.get("cwd") or None
-            )
+            argv = [job.get("shell") or "/bin/sh", "-c", command]  # bash for BashOperator
+            returncode = _run_command(argv, tail or logfile, env=env, cwd=job.get("cwd") or None)
             logfile.end_of_output()
             if returncode != 0 and returncode == job.get("skip_on_exit_code"):
                 return skipped(logger, f"command exited with status {returncode}", returncode)

@@ -98,6 +98,10 @@ with DAG(
         cwd="/tmp",
     )
     skipped_by_exit = BashOperator(task_id="skipped_by_exit", bash_command="exit 99")
+    bashism = BashOperator(
+        task_id="bashism",
+        bash_command='days=({{ ds }} next); [[ -n "$BASH" ]] && echo "${days[1]} ${days[0]}"',
+    )
     uses_output = PythonOperator(
         task_id="uses_output",
         python_callable=lambda line: line.upper(),

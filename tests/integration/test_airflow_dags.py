@@ -126,6 +126,7 @@ def test_classic_operators_run_as_airflow_runs_them(harness: Harness, write_dag)
         "false_2": "skipped",
         "bash_env": "success",
         "skipped_by_exit": "skipped",  # exit 99: skip_on_exit_code
+        "bashism": "success",  # run by bash, as Airflow runs it
         "uses_output": "success",
         "add_one": "success",
         "echoes": "success",
@@ -144,6 +145,9 @@ def test_classic_operators_run_as_airflow_runs_them(harness: Harness, write_dag)
     assert out["templates"] == run.logical_date.strftime("%Y%m%d")
     assert out["bash_env"] == f"day={run.logical_date:%Y-%m-%d} in /tmp"
     assert out["uses_output"] == out["bash_env"].upper()
+    assert (
+        _results(harness, run.run_id, ["bashism"])["bashism"] == f"next {run.logical_date:%Y-%m-%d}"
+    )
     assert out["hello"] == f"Hello ops on {run.logical_date:%Y-%m-%d}"
     assert out["add_one"] == [2, 3, 4]  # the mapped PythonOperator's instances, in order
     assert out["echoes"] == ["one", "two"]
