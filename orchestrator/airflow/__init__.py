@@ -7,7 +7,8 @@ runs here after only its import lines change::
 
 Every name is a thin adapter over an orchestrator feature (no second engine): the
 ``airflow.sdk`` names (:mod:`.sdk`, :mod:`.decorators`, :mod:`.hooks`), the exceptions
-(:mod:`.exceptions`), the operators (:mod:`.operators`, :mod:`.bash`, :mod:`.remote`)
+(:mod:`.exceptions`), the operators (:mod:`.operators`, :mod:`.bash`, :mod:`.remote`,
+:mod:`.virtualenv`)
 and the sensors (:mod:`.sensors`). An argument we do not support is an import error
 naming the file:line, the argument and what to write instead. docs/porting.md lists
 every name: supported as-is, with a difference, or not (and the alternative).
@@ -53,6 +54,7 @@ from orchestrator.airflow.sensors import (
     TimeDeltaSensor,
     TimeSensor,
 )
+from orchestrator.airflow.virtualenv import ExternalPythonOperator, PythonVirtualenvOperator
 from orchestrator.authoring.params import Param
 from orchestrator.authoring.sensor import PokeReturnValue
 
@@ -86,9 +88,11 @@ __all__ = [
     "BashOperator",
     "BranchPythonOperator",
     "EmptyOperator",
+    "ExternalPythonOperator",
     "HttpOperator",
     "LatestOnlyOperator",
     "PythonOperator",
+    "PythonVirtualenvOperator",
     "ShortCircuitOperator",
     "TriggerDagRunOperator",
     # sensors

@@ -515,3 +515,17 @@ def test_task_group_branch_labels_and_xcom_examples(harness: Harness, write_dag)
         "pull_value_from_bash_push": "value_by_return",
         "puller": [[1, 2, 3], {"a": "b"}],
     }
+
+
+def test_virtualenv_and_external_python_operators_run_their_callables(harness: Harness, write_dag):
+    import sys
+
+    _load(harness, write_dag, "example_python_venv.py")
+    run, tis = _run(harness, "example_python_operator")
+    assert run.state == "success", {t: ti.error for t, ti in tis.items() if ti.error}
+    ids = ["virtualenv_python", "external_python", "doubled"]
+    assert _results(harness, run.run_id, ids) == {
+        "virtualenv_python": {"in": "a virtualenv"},
+        "external_python": {"sum": 21, "version": list(sys.version_info[:2])},
+        "doubled": 42,
+    }

@@ -111,6 +111,12 @@ CASES = [
         ["BashOperator 't'", "output_processor=", "downstream"],
     ),
     (
+        'with DAG("d"):\n    PythonVirtualenvOperator(task_id="v", python_callable=len,\n'
+        "                             use_dill=True)",
+        6,
+        ["PythonVirtualenvOperator 'v'", "use_dill=", "JSON"],
+    ),
+    (
         'with DAG("d"):\n    PythonSensor(task_id="p", python_callable=bool, never_fail=True)',
         6,
         ["PythonSensor 'p'", "never_fail=", "soft_fail=True"],
