@@ -47,6 +47,18 @@ DIFFERENCES = {
     "HttpOperator": "sent with requests in the try; a status >= 400 fails it",
     "Asset": "a bare name without :// gets the URI asset://<name>",
 }
+# names that do not port, with what to write instead (the others: docs/porting.md)
+HINTS = {
+    "days_ago": "write the date: start_date=datetime(2026, 1, 1)",
+    "AssetAlias": "name each Asset by its URI",
+    "ExternalTaskMarker": "clearing across DAGs is not offered; clear each DAG's run",
+    "BashSensor": "a PythonSensor running the command with subprocess",
+    "DayOfWeekSensor": "a @task.short_circuit on the logical date's weekday",
+    "BranchDayOfWeekOperator": "a @task.branch on the logical date's weekday",
+    "EmailOperator": "an email alert (orchestrator.alerts.email) or a @task with smtplib",
+    "XComArg": "a task's .output or a TaskFlow call's result",
+    "Context": "annotate with dict (the context is a dict)",
+}
 PORTED, WARNED, NOT_PORTABLE = "ported", "ported with warnings", "not portable"
 
 
@@ -158,9 +170,10 @@ def port_source(source: str, path: str) -> PortReport:
                     report.warnings.append(f"line {node.lineno}: {name}: {DIFFERENCES[name]}")
             else:
                 left.append(alias)
+                hint = HINTS.get(alias.name, "see docs/porting.md for the alternative")
                 report.problems.append(
                     f"line {node.lineno}: {alias.name} (from {node.module}) is not in "
-                    f"{TARGET}: see docs/porting.md for the alternative"
+                    f"{TARGET}: {hint}"
                 )
         if not kept:
             continue

@@ -93,7 +93,9 @@ def test_what_does_not_port_is_named_at_its_line():
     problems = "\n".join(report.problems)
     assert "line 1: import airflow.utils.dates" in problems
     assert "line 2: KubernetesPodOperator (from airflow.providers.cncf" in problems
-    assert "line 3: AssetAlias (from airflow.sdk) is not in orchestrator.airflow" in problems
+    assert "line 3: AssetAlias (from airflow.sdk) is not in orchestrator.airflow: name each" in (
+        problems
+    )
     assert "line 4: from airflow.operators.bash import *" in problems
     assert "line 5: from airflow.models import ... shares its line" in problems
     assert "line 8: DAG(schedule_interval=...): Airflow 3 removed it: write schedule=" in problems
