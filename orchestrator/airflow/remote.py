@@ -22,6 +22,7 @@ from orchestrator.airflow.exceptions import AirflowException
 from orchestrator.airflow.operators import BaseOperator
 from orchestrator.authoring.building import _active
 from orchestrator.authoring.builtin_sensors import trigger_dag
+from orchestrator.authoring.http_request import loggable_url
 from orchestrator.authoring.task_node import Task
 from orchestrator.authoring.where import caller, definition_error
 
@@ -117,8 +118,9 @@ def http_request(
     ctx, _task = runtime.running()
     conn = ctx.connection(conn_id)
     url = _base_url(conn)
-    if endpoint:
-        url = f"{url}/{endpoint.lstrip('/')}"
+    path = runtime.rendered_url(endpoint)  # values percent-encoded, as dag.http's
+    if path:
+        url = f"{url}/{path.lstrip('/')}"
     all_headers = {**{str(k): str(v) for k, v in (conn.extra or {}).items()}, **(headers or {})}
     auth = (conn.login, conn.password or "") if conn.login else None
     options = dict(extra_options or {})
@@ -134,7 +136,7 @@ def http_request(
         and "json" in str(all_headers.get("Content-Type", ""))
     ):
         payload = {"data": json.dumps(data)}
-    ctx.log.info("%s %s", method, url)
+    ctx.log.info("%s %s", method, loggable_url(url))
     return requests.request(
         method, url, headers=all_headers, auth=auth, timeout=timeout, verify=verify, **payload
     )
@@ -143,13 +145,15 @@ def http_request(
 class HttpOperator(BaseOperator):
     """Airflow's ``HttpOperator(http_conn_id=..., endpoint=..., method="POST", data=...,
     headers=..., response_check=..., response_filter=...)``: the host, port, scheme and
-    basic auth come from the connection (read in the try, masked in its log); the
-    result is the response's text, or what ``response_filter(response)`` returns.
+    basic auth come from the connection (read in the try, masked in its log); values in
+    the templated ``endpoint`` are percent-encoded (they never change the URL's
+    structure); the result is the response's text, or what
+    ``response_filter(response)`` returns.
 
     >>> HttpOperator(task_id="get", http_conn_id="api", endpoint="/x", method="GET")  # doctest: +SKIP
     """
 
-    template_fields = ("endpoint", "data", "headers")
+    template_fields = ("data", "headers")  # and endpoint, rendered as a URL's part
     own_args = frozenset(
         {"http_conn_id", "endpoint", "method", "data", "headers", "response_check",
          "response_filter", "extra_options", "log_response", "deferrable"}

@@ -16,6 +16,7 @@ from typing import Any
 
 from orchestrator.airflow.exceptions import AirflowException
 from orchestrator.authoring.context_names import context_values, current_try
+from orchestrator.authoring.http_request import render_url_part
 from orchestrator.authoring.templating import render_shell, render_text
 from orchestrator.authoring.xcom_arg import resolve
 from orchestrator.errors import Skip
@@ -82,6 +83,16 @@ def rendered(value: Any, what: str) -> Any:
     ctx, task = running()
     variables = ctx.template_vars(ctx.timezone) | dict(task.dag.user_defined_macros)
     return render_value(resolved(value), variables, task.dag.user_defined_filters, what)
+
+
+def rendered_url(value: str | None) -> str | None:
+    """An endpoint rendered with the try's variables, each value percent-encoded (a
+    value can change a path segment's or a query value's text, never the structure)."""
+    if value is None:
+        return None
+    ctx, task = running()
+    variables = ctx.template_vars(ctx.timezone) | dict(task.dag.user_defined_macros)
+    return render_url_part(value, variables, task.dag.user_defined_filters)
 
 
 def context_dict() -> dict[str, Any]:

@@ -163,7 +163,7 @@ class HttpSensor(BaseSensorOperator):
     >>> HttpSensor(task_id="up", http_conn_id="api", endpoint="health")  # doctest: +SKIP
     """
 
-    template_fields = ("endpoint", "request_params", "headers")
+    template_fields = ("request_params", "headers")  # endpoint: rendered as a URL's part
     own_args = SENSOR_ARGS | {
         "http_conn_id", "endpoint", "method", "request_params", "headers",
         "response_check", "extra_options",

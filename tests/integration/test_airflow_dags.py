@@ -529,3 +529,36 @@ def test_virtualenv_and_external_python_operators_run_their_callables(harness: H
         "external_python": {"sum": 21, "version": list(sys.version_info[:2])},
         "doubled": 42,
     }
+
+
+ENCODED = """
+from datetime import datetime
+from orchestrator.airflow import DAG, HttpOperator
+
+with DAG("encoded", schedule=None, params={"item": "x"}) as dag:
+    HttpOperator(task_id="get", http_conn_id="api", method="GET",
+                 endpoint="items/{{ params.item }}?day={{ ds }}")
+"""
+
+
+def test_an_http_operators_endpoint_values_never_change_the_urls_structure(
+    harness: Harness, write_dag, monkeypatch
+):
+    from tests.integration.test_http_tasks import Server
+
+    server = Server()
+    try:
+        monkeypatch.setenv("ORCHESTRATOR_CONN_API", f"http://127.0.0.1:{server.port}")
+        write_dag("encoded.py", ENCODED)
+        assert harness.parse().dags == 1, harness.store.import_errors()
+        run = harness.store.trigger_run(
+            "encoded", harness.clock.now(), conf={"item": "../admin?drop=1&x"}
+        )
+        run = harness.run_until_finished(run.run_id)
+    finally:
+        server.close()
+    assert run.state == "success"
+    [request] = server.requests
+    assert (
+        request["raw_path"] == f"/items/..%2Fadmin%3Fdrop%3D1%26x?day={run.logical_date:%Y-%m-%d}"
+    )
