@@ -15,12 +15,17 @@ getting the TaskContext itself.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from contextvars import ContextVar
 from typing import Any
 
 from orchestrator.authoring.task_instance_view import TaskInstanceView
 from orchestrator.authoring.template_context import template_variables
 
-__all__ = ["CONTEXT_NAMES", "TaskInstanceView", "context_values"]
+__all__ = ["CONTEXT_NAMES", "TaskInstanceView", "context_values", "current_try"]
+
+# issue 26: the try whose task function runs now, (TaskContext, task), set around the
+# call by taskflow.invoke; Airflow's get_current_context() reads it
+RUNNING: ContextVar[tuple[Any, Any] | None] = ContextVar("orchestrator_running_try", default=None)
 
 CONTEXT_NAMES = frozenset(
     {
@@ -110,6 +115,12 @@ def context_values(ctx: Any, task: Any = None) -> dict[str, Any]:
     )
     values.pop("idempotency_key", None)
     return {k: v for k, v in values.items() if k in CONTEXT_NAMES}
+
+
+def current_try() -> tuple[Any, Any] | None:
+    """(TaskContext, task) of the task function running now in this process, or None
+    outside one (at parse time, in the scheduler)."""
+    return RUNNING.get()
 
 
 class CallbackContext(dict):

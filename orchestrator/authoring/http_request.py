@@ -188,6 +188,12 @@ def _render(
         raise TemplateRenderError(f"cannot render {source!r}: {exc}") from exc
 
 
+def render_url_part(source: str, variables: dict[str, Any], filters: Filters = None) -> str:
+    """A part of a URL (a path, an endpoint) rendered with every value percent-encoded,
+    so a value never changes its structure (issue 26: HttpOperator's ``endpoint``)."""
+    return _render(_URL_ENV, source, variables, filters)
+
+
 def render_json(
     value: Any, variables: dict[str, Any], filters: Filters = None, native: bool = False
 ) -> Any:

@@ -102,8 +102,8 @@ def mark_teardown(
 
 class Scope:
     """``with delete.as_teardown(setups=create):`` (or ``with create.as_setup():``): the
-    tasks created inside run after the setups and before the teardowns (Airflow's
-    setup/teardown context manager). On exit, every task made inside with no upstream
+    tasks created (or first called) inside run after the setups and before the teardowns
+    (Airflow's setup/teardown context manager). On exit, every task made inside with no upstream
     task made inside gets the setups upstream; every one with no downstream task made
     inside gets the teardowns downstream."""
 
@@ -116,10 +116,17 @@ class Scope:
             )
         self.task = task
         self.before = set(task.dag.tasks)
+        # issue 26: a task defined before and first called inside is made inside too
+        # (in Airflow the call makes it: `with teardown(setup()): work()`)
+        self.called_before = {t.task_id for t in task.dag.tasks.values() if t.called}
 
     def close(self) -> None:
         task, dag = self.task, self.task.dag
-        made = [t for t in dag.tasks.values() if t.task_id not in self.before]
+        made = [
+            t
+            for t in dag.tasks.values()
+            if t.task_id not in self.before or (t.called and t.task_id not in self.called_before)
+        ]
         ids = {t.task_id for t in made}
         if task.is_teardown:
             setups = [dag.tasks[u] for u in sorted(task.upstream_ids) if dag.tasks[u].is_setup]

@@ -167,6 +167,12 @@ def controls_of_task(t: Any) -> dict[str, Any]:
         out["skip_on_exit_code"] = t.skip_on_exit_code
     if getattr(t, "run_as_user", None):  # issue 24
         out["run_as_user"] = t.run_as_user
+    if getattr(t, "cwd", None):  # issue 26: BashOperator's cwd and output
+        out["cwd"] = t.cwd
+    if getattr(t, "output_last_line", False):
+        out["output_last_line"] = True
+    if getattr(t, "bash", False):
+        out["bash"] = True
     return out
 
 
@@ -192,6 +198,9 @@ def task_controls_from(t: dict[str, Any]) -> dict[str, Any]:
         "max_active_tis_per_dag": t.get("max_active_tis_per_dag"),
         "skip_on_exit_code": t.get("skip_on_exit_code", SKIP_EXIT_CODE),
         "run_as_user": t.get("run_as_user"),
+        "cwd": t.get("cwd"),
+        "output_last_line": t.get("output_last_line", False),
+        "bash": t.get("bash", False),
     }
 
 
@@ -250,6 +259,11 @@ class TaskSpec:
     max_active_tis_per_dag: int | None = None
     skip_on_exit_code: int | None = SKIP_EXIT_CODE
     run_as_user: str | None = None  # issue 24: the OS user its try runs as (else task_user)
+    # issue 26: a shell task's working directory (None: the DAG file's folder), and its
+    # last line of output as its result
+    cwd: str | None = None
+    output_last_line: bool = False
+    bash: bool = False  # run with bash -c (BashOperator), not /bin/sh -c
     # issue 25: setup and teardown tasks (authoring/setup_teardown.py)
     is_setup: bool = False
     is_teardown: bool = False

@@ -31,6 +31,9 @@ from orchestrator.errors import DagDefinitionError, Fail, Skip
 __all__ = ["Fail", "Skip", "dag_options", "is_gated", "task_options"]
 
 SKIP_EXIT_CODE = 99  # a shell task's default skip_on_exit_code (Airflow's)
+# issue 26: what runs a shell task's command (by its bash= option): bash from PATH for
+# BashOperator, as Airflow runs it
+SHELLS = {False: "/bin/sh", True: "bash"}
 PRIORITY_MAX = 2**31 - 1  # priority_weight is stored in an INTEGER column
 
 

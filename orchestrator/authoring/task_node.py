@@ -86,6 +86,11 @@ class Task(Wiring):
         owner: str | None = None,  # issue 25: Airflow's owner (default_args' usually)
         map_index_template: str | None = None,  # issue 25 item 7: instances' names
         doc_md: str | None = None,  # issue 25: Markdown shown on the task's page
+        # issue 26: a shell task's working directory (None: the DAG file's folder), and
+        # its last line of output as its result (BashOperator's XCom)
+        cwd: str | None = None,
+        output_last_line: bool = False,
+        bash: bool = False,  # issue 26: run with bash -c, not /bin/sh -c (BashOperator)
         where: tuple[str | None, int | None] | None = None,
     ) -> None:
         where = where or _caller()
@@ -203,6 +208,15 @@ class Task(Wiring):
         self.alerts, _, self.callbacks = alert_options(
             f"task {task_id!r}", alerts, None, hooks, where
         )
+        if (cwd is not None or output_last_line or bash) and command is None:
+            raise _fail(
+                f"task {task_id!r}: only a shell task has cwd=, output_last_line= or bash=", where
+            )
+        if cwd is not None and (not isinstance(cwd, str) or not cwd.startswith("/")):
+            raise _fail(f"task {task_id!r}: cwd must be an absolute path, got {cwd!r}", where)
+        self.cwd = cwd
+        self.output_last_line = bool(output_last_line)
+        self.bash = bool(bash)
         if command is not None:
             if not isinstance(command, str) or not command.strip():
                 raise _fail(f"task {task_id!r}: command must be a non-empty string", where)

@@ -41,7 +41,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from orchestrator.authoring.building import _active, _current_group, _loading
-from orchestrator.authoring.context_names import CONTEXT_NAMES, context_values
+from orchestrator.authoring.context_names import CONTEXT_NAMES, RUNNING, context_values
 from orchestrator.authoring.where import Where
 from orchestrator.authoring.where import definition_error as _fail
 from orchestrator.authoring.xcom_arg import (
@@ -360,4 +360,8 @@ def invoke(
     ctx_first = task.ctx_first
     if ctx_first is None:  # the ctx style: the context to a function that takes one
         ctx_first = mapped or takes_argument(task.fn)
-    return task.fn(ctx, *args, **kwargs) if ctx_first else task.fn(*args, **kwargs)
+    token = RUNNING.set((ctx, task))  # issue 26: get_current_context() inside the call
+    try:
+        return task.fn(ctx, *args, **kwargs) if ctx_first else task.fn(*args, **kwargs)
+    finally:
+        RUNNING.reset(token)

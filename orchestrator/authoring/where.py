@@ -12,14 +12,20 @@ from orchestrator.errors import DagDefinitionError
 
 Where = tuple[str | None, int | None]
 PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+# orchestrator.airflow's adapters (issue 26) call the authoring API for the DAG file too
+SKIPPED_DIRS = (
+    PACKAGE_DIR + os.sep,
+    os.path.join(os.path.dirname(PACKAGE_DIR), "airflow") + os.sep,
+)
 
 
 def caller() -> Where:
-    """File and line of the first stack frame outside the authoring package (the DAG file)."""
+    """File and line of the first stack frame outside the authoring package and
+    ``orchestrator.airflow`` (the DAG file)."""
     frame = sys._getframe(1)
     while frame is not None:
         filename = os.path.abspath(frame.f_code.co_filename)
-        if not filename.startswith(PACKAGE_DIR + os.sep) and not filename.startswith("<frozen"):
+        if not filename.startswith(SKIPPED_DIRS) and not filename.startswith("<frozen"):
             return frame.f_code.co_filename, frame.f_lineno
         frame = frame.f_back
     return None, None

@@ -165,6 +165,27 @@ class XComArg(_NoValueYet, Wiring):
     def set_upstream(self, others: Any) -> None:
         self.task.set_upstream(others)
 
+    # -- setup and teardown: as the task (Airflow's ``t3.as_teardown(setups=t1)`` on the
+    # results of calls, ``with teardown_call(setup_call()):``; issue 26) -----------------
+    def as_setup(self) -> XComArg:
+        self.task.as_setup()
+        return self
+
+    def as_teardown(
+        self, *, setups: Any = None, on_failure_fail_dagrun: bool | None = None
+    ) -> XComArg:
+        ups = setups if isinstance(setups, list | tuple) else [setups] if setups is not None else []
+        tasks = [u.task if isinstance(u, XComArg) else u for u in ups]
+        self.task.as_teardown(setups=tasks or None, on_failure_fail_dagrun=on_failure_fail_dagrun)
+        return self
+
+    def __enter__(self) -> XComArg:
+        self.task.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.task.__exit__(*exc)
+
     # -- what a reference cannot be at parse time -------------------------------------
     def _refuse(self, what: str) -> NoReturn:
         raise _fail(

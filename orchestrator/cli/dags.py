@@ -55,6 +55,9 @@ def register(sub: Any, parents: Parents) -> None:
     dag_versions.register(dags, parents)
     for choice in dags.choices.values():
         choice.set_defaults(handler=cmd_dags)
+    from orchestrator.cli import port  # issue 26: dags port (its own handler)
+
+    port.register(dags, parents)
 
 
 def _conf_and_date(p: argparse.ArgumentParser) -> None:

@@ -360,9 +360,9 @@ def run_try(
                 ORCHESTRATOR_MAP_INDEX=str(ctx.map_index),
             )
             hook("on_execute")
-            returncode = _run_command(
-                ["/bin/sh", "-c", command], logfile, env=env, cwd=job.get("cwd") or None
-            )
+            tail = _LastLine(logfile) if job.get("output_last_line") else None
+            argv = [job.get("shell") or "/bin/sh", "-c", command]  # bash for BashOperator
+            returncode = _run_command(argv, tail or logfile, env=env, cwd=job.get("cwd") or None)
             logfile.end_of_output()
             if returncode != 0 and returncode == job.get("skip_on_exit_code"):
                 return skipped(logger, f"command exited with status {returncode}", returncode)
@@ -370,6 +370,17 @@ def run_try(
                 return _failure(logger, f"command exited with status {returncode}", returncode)
             logger.info("command succeeded")
             hook("on_success")
+            if tail is not None and tail.line is not None:  # issue 26: as a JSON string
+                result = json.dumps(masker.mask_value(tail.line))
+                if len(result.encode()) > job["max_result_bytes"]:
+                    return _failure(
+                        logger,
+                        f"task {ctx.task_id!r}: its last line of output is "
+                        f"{len(result.encode())} bytes of JSON, over the "
+                        f"{job['max_result_bytes']}-byte limit (max_result_bytes)",
+                        None,
+                    )
+                return {"ok": True, "result": result}
             return {"ok": True, "result": None}
         if job["kind"] == "http":
             hook("on_execute")
@@ -556,6 +567,26 @@ def _run_command(argv: list[str], log: CappedLog, *, env: dict[str, str], cwd: s
         proc.stdout.close()
         if exited is not None:
             os.close(exited)
+
+
+class _LastLine:
+    """A command's output on its way to the log, its last non-empty line kept (a shell
+    task's result with ``output_last_line``, BashOperator's XCom: issue 26)."""
+
+    def __init__(self, log: CappedLog) -> None:
+        self.log = log
+        self.line: str | None = None
+        self._partial = b""
+
+    def write_bytes(self, data: bytes) -> None:
+        self.log.write_bytes(data)
+        lines = (self._partial + data).split(b"\n")
+        self._partial = lines.pop()[-65536:]
+        done = [x for x in lines if x.strip()]
+        if done:
+            self.line = done[-1][-65536:].decode("utf-8", "backslashreplace")
+        if self._partial.strip():
+            self.line = self._partial.decode("utf-8", "backslashreplace")
 
 
 def _drain(fd: int, log: CappedLog, budget: int = 1 << 22) -> bool:

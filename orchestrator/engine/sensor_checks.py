@@ -130,7 +130,7 @@ def _file(store: Store, claim: Claim, spec: DagSpec, check: dict, now: datetime)
             continue
         if st.st_size < min_size:
             too_small += 1
-        elif now.timestamp() - st.st_mtime < min_age:
+        elif min_age and now.timestamp() - st.st_mtime < min_age:  # no min_age: any mtime
             too_new += 1
         else:
             found.append(path)

@@ -24,6 +24,7 @@ from zoneinfo import ZoneInfo
 from orchestrator.authoring.context import TaskContext
 from orchestrator.authoring.loader import DagImportError, load_file
 from orchestrator.authoring.params import resolve as resolve_params
+from orchestrator.authoring.task_controls import SHELLS
 from orchestrator.authoring.taskflow import invoke, output_error
 from orchestrator.authoring.templating import render_env, render_shell
 from orchestrator.authoring.xcom_arg import resolve
@@ -289,9 +290,10 @@ def _run(
         # value rendered), the rendered values, then the ORCHESTRATOR_* variables
         task_env = render_env(task.env, variables, filters)
         env = {**os.environ, **task_env, **shell.env, **_orchestrator_env(ctx)}
+        cwd = task.cwd or os.path.dirname(os.path.abspath(dag.fileloc))  # as a worker's
         proc = subprocess.Popen(
-            ["/bin/sh", "-c", shell.script], env=env, stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
+            [SHELLS[task.bash], "-c", shell.script], env=env, stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT, cwd=cwd,
         )  # fmt: skip
         assert proc.stdout is not None
         with proc.stdout:

@@ -9,6 +9,7 @@ import time
 from datetime import datetime
 from typing import Any
 
+from orchestrator.authoring.task_controls import SHELLS
 from orchestrator.engine.mapped_job import mapped_job
 from orchestrator.engine.sensor_checks import (
     evaluate,
@@ -70,7 +71,9 @@ class Dispatching:
             "user_templates": task.user_templates,  # rendered with the DAG file (issue 25)
             "timezone": spec.timezone,
             "fileloc": spec.fileloc,
-            "cwd": os.path.dirname(spec.fileloc),
+            "cwd": task.cwd or os.path.dirname(spec.fileloc),
+            "output_last_line": task.output_last_line,  # issue 26: BashOperator's result
+            "shell": SHELLS[task.bash],  # issue 26: bash for BashOperator
             "log_file": os.path.join(self.settings.log_dir, claim.log_path),
             "max_result_bytes": self.settings.max_result_bytes,
             "max_log_bytes": self.settings.max_log_bytes,

@@ -100,7 +100,7 @@ def _leaves(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()):
 def _required_args(parser: argparse.ArgumentParser) -> list[str]:
     argv = []
     for action in parser._actions:
-        if not action.option_strings and action.nargs is None:
+        if not action.option_strings and action.nargs in (None, "+"):  # "+": dags port
             argv.append("1")
         elif action.option_strings and action.required:
             argv += [action.option_strings[0], "1d"]

@@ -260,3 +260,20 @@ def test_tasks_test_runs_a_task_of_a_mapped_group_with_its_item(cli, capsys, wri
     argv = ("tasks", "test", "grouped", "per_file.load", "--map-value", '{"path": "q"}')
     assert cli(*argv, "--upstream-result", 'per_file.clean="Q"') == 0
     assert _last_line(capsys.readouterr().out) == '"Q:q"'
+
+
+def test_a_shell_task_runs_in_its_cwd_or_its_dag_files_folder(cli, capsys, write_dag, dags_dir):
+    write_dag(
+        "places.py",
+        """
+        from orchestrator import DAG
+
+        with DAG("places", schedule=None) as dag:
+            dag.shell("there", "pwd", cwd="/tmp")
+            dag.shell("here", "pwd")
+        """,
+    )
+    assert cli("tasks", "test", "places", "there") == 0
+    assert "\n/tmp\n" in capsys.readouterr().out
+    assert cli("tasks", "test", "places", "here") == 0  # as a worker runs it
+    assert f"\n{dags_dir}\n" in capsys.readouterr().out

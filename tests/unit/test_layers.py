@@ -66,6 +66,8 @@ def _layer(module: str) -> str:
         return "authoring"
     if module in ("orchestrator.triggers", "orchestrator.watchers"):  # for DAG files (issue 30)
         return "authoring"
+    if module.startswith("orchestrator.airflow"):  # Airflow's names for DAG files (issue 26)
+        return "authoring"
     return "ground"
 
 

@@ -1,0 +1,35 @@
+"""Airflow's example_trigger_target_dag, with only its imports changed; its conf key
+is declared as a param (``params={"message": None}``): conf keys that are not params
+are refused here (docs/porting.md)."""
+
+from datetime import datetime
+
+from orchestrator.airflow import DAG, BashOperator, task
+
+
+@task(task_id="run_this")
+def run_this_func(dag_run=None):
+    """
+    Print the payload "message" passed to the DagRun conf attribute.
+
+    :param dag_run: The DagRun object
+    """
+    print(f"Remotely received value of {dag_run.conf.get('message')} for key=message")
+    return dag_run.conf.get("message")
+
+
+with DAG(
+    dag_id="example_trigger_target_dag",
+    start_date=datetime(2021, 1, 1),
+    catchup=False,
+    schedule=None,
+    params={"message": None},
+    tags=["example"],
+) as dag:
+    run_this = run_this_func()
+
+    bash_task = BashOperator(
+        task_id="bash_task",
+        bash_command='echo "Here is the message: $message"',
+        env={"message": '{{ dag_run.conf.get("message") }}'},
+    )
