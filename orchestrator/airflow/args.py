@@ -36,6 +36,7 @@ COMMON = frozenset(AIRFLOW_TASK_ARGS) | {
     "do_xcom_push",
     "run_as_user",
     "multiple_outputs",
+    "map_index_template",  # issue 25 item 7: a mapped instance's name
 }
 
 # Airflow arguments refused, each with why and what to write instead
@@ -49,7 +50,6 @@ UNSUPPORTED = {
     "executor_config": "there is one executor (the workers); use queue= to pick workers",
     "resources": "use pool= and pool_slots= to bound what runs at once",
     "max_active_tis_per_dagrun": "use max_active_tis_per_dag= or a pool",
-    "map_index_template": "mapped instances are shown by their index",
     "params": "give params to the DAG (DAG(params={...})); tasks read them as params",
     "default_args": "give default_args to the DAG",
     "task_group": "create the task inside 'with TaskGroup(...):'",
@@ -107,7 +107,7 @@ def task_options(kind: str, given: dict[str, Any], where: Where) -> dict[str, An
         if name in ("doc", "doc_md"):
             if value is not None and not isinstance(value, str):
                 raise fail(f"{kind} {task_id!r}: {name} must be a string (Markdown)", where)
-            out["description"] = value
+            out["doc_md"] = value  # shown as Markdown on the task's page
         elif name == "do_xcom_push":
             if not isinstance(value, bool):
                 raise fail(f"{kind} {task_id!r}: do_xcom_push must be True or False", where)

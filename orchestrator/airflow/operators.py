@@ -157,13 +157,13 @@ class BaseOperator(Wiring):
     def doc_md(self) -> str | None:
         """The task's Markdown doc (``t1.doc_md = "..."`` after creating it, as
         Airflow's tutorial does)."""
-        return self._task.description
+        return self._task.doc_md
 
     @doc_md.setter
     def doc_md(self, value: str | None) -> None:
         if value is not None and not isinstance(value, str):
             raise definition_error(f"{self.task_id!r}: doc_md must be a string (Markdown)")
-        self._task.description = value
+        self._task.doc_md = value
 
     @property
     def trigger_rule(self) -> str:

@@ -66,7 +66,6 @@ DAG_UNSUPPORTED = {
     "fail_fast": "not supported; a failed task's downstream are upstream_failed",
     "dag_display_name": "the dag_id is what is shown",
     "auto_register": "every DAG a file builds is registered",
-    "render_template_as_native_obj": "templates render to text (see docs/porting.md)",
     "template_undefined": "an unknown name in a template is an import error already",
 }
 
@@ -75,8 +74,6 @@ def _translate_dag_options(dag_id: Any, options: dict[str, Any], where: Any) -> 
     out: dict[str, Any] = {}
     for name, value in options.items():
         if name in DAG_UNSUPPORTED:
-            if name == "render_template_as_native_obj" and not value:
-                continue  # Airflow's default, and ours
             raise definition_error(
                 f"DAG {dag_id!r}: {name}= is not supported here: {DAG_UNSUPPORTED[name]}", where
             )
@@ -150,30 +147,17 @@ class TaskGroup(_TaskGroup):
         super().__init__(group_id, dag=dag, tooltip=tooltip)
 
 
-class _MappedGroupRefused:
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        raise definition_error(
-            f"task group {self.name!r}: mapping a task group (.expand/.partial) is not "
-            "supported here: map the tasks inside it (task.expand(...)) instead"
-        )
-
-
 def task_group(
     python_callable: Callable[..., Any] | None = None, *, group_id: str | None = None,
     tooltip: str = "", **options: Any,
 ) -> Any:  # fmt: skip
-    """Airflow's ``@task_group``: calling the function builds its tasks in a group."""
+    """Airflow's ``@task_group``: calling the function builds its tasks in a group;
+    ``.expand(...)``/``.partial(...)``/``.expand_kwargs(...)`` map it (issue 25 item 7)."""
     where = caller()
     _check_group_options(group_id, options, where)
 
     def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
-        built = _task_group(fn, group_id=group_id, tooltip=tooltip)
-        built.expand = _MappedGroupRefused(group_id or fn.__name__)  # type: ignore[attr-defined]
-        built.partial = built.expand  # type: ignore[attr-defined]
-        return built
+        return _task_group(fn, group_id=group_id, tooltip=tooltip)
 
     return decorate(python_callable) if python_callable is not None else decorate
 

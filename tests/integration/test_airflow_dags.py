@@ -92,7 +92,7 @@ def test_the_fundamentals_tutorial_runs_its_bash_operators_with_templates(
     _load(harness, write_dag, "tutorial.py")
     spec = harness.store.spec("tutorial", harness.store.get_dag("tutorial").version_hash)
     assert spec.tasks["sleep"].retries == 3 and spec.tasks["print_date"].retries == 1
-    assert spec.tasks["print_date"].description.startswith("#### Task Documentation")
+    assert spec.tasks["print_date"].doc_md.startswith("#### Task Documentation")
     run, tis = _run(harness, "tutorial")
     assert run.state == "success"
     assert {t: str(ti.state) for t, ti in tis.items()} == dict.fromkeys(
@@ -562,3 +562,32 @@ def test_an_http_operators_endpoint_values_never_change_the_urls_structure(
     assert (
         request["raw_path"] == f"/items/..%2Fadmin%3Fdrop%3D1%26x?day={run.logical_date:%Y-%m-%d}"
     )
+
+
+def test_mapped_task_groups_map_each_item_through_the_group(harness: Harness, write_dag):
+    """Issue 25 item 7 through orchestrator.airflow: Airflow's own mapped group examples."""
+    _load(harness, write_dag, "example_task_group_mapping.py")
+    run, _ = _run(harness, "example_task_group_mapping")
+    assert run.state == "success"
+    assert _results(harness, run.run_id, ["op.mul_two", "add_all"]) == {
+        "op.mul_two": [4, 6, 8],
+        "add_all": 18,
+    }
+    run, _ = _run(harness, "example_task_group_mapping_files")
+    states = {(t.task_id, t.map_index): t.state for t in harness.store.task_instances(run.run_id)}
+    assert states[("file_transforms.convert", 2)] == TaskState.FAILED
+    assert states[("file_transforms.report", 2)] == TaskState.SUCCESS  # all_done, per item
+    names = {
+        t.map_index: t.rendered_map_index
+        for t in harness.store.task_instances(run.run_id)
+        if t.task_id == "file_transforms.convert"
+    }
+    assert names == {0: "data/input.csv", 1: "data/input2.csv", 2: "data/bad.csv"}
+    assert _results(harness, run.run_id, ["summary", "file_transforms.report"]) == {
+        "summary": ["data/input.yaml", "data/input2.yaml"],
+        "file_transforms.report": [
+            "data/input.csv done in instance 0",
+            "data/input2.csv done in instance 1",
+            "data/bad.csv done in instance 2",
+        ],
+    }

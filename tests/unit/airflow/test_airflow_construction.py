@@ -76,7 +76,7 @@ def test_common_operator_arguments_become_the_task_options():
     assert (task_.queue, task_.priority_weight, task_.owner) == ("heavy", 9, "data")
     assert [a["target"] for a in task_.alerts] == [["ops@example.com"]]
     assert set(task_.callbacks) == {"on_failure", "on_success"}
-    assert task_.description == "**t**" and task_.kind == "shell"
+    assert task_.doc_md == "**t**" and task_.kind == "shell"
     assert task_.output_last_line and t.task_id == "t"
     assert d.tasks["quiet"].alerts == [] and d.tasks["quiet"].retries == 2
 
