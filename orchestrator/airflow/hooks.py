@@ -62,12 +62,13 @@ class Variable:
         return ctx.variable(key, default=default, deserialize_json=deserialize_json)
 
     @staticmethod
-    def set(key: str, value: Any, *args: Any, **kwargs: Any) -> None:
-        """Refused here: a try reads credentials and never writes them."""
-        raise NotImplementedError(
-            f"Variable.set({key!r}) is not supported here: tasks read variables, they do "
-            "not write them; set it with 'orchestrator variables set' or the UI, or pass "
-            "the value downstream as the task's result"
+    def set(
+        key: str, value: Any, description: str | None = None, serialize_json: bool = False
+    ) -> None:
+        """Create or replace variable ``key`` from a task (a string, or any JSON value
+        with ``serialize_json``); the worker stores it. Outside a task: an error."""
+        _context(f"Variable.set({key!r})").set_variable(
+            key, value, serialize_json=serialize_json, description=description
         )
 
     @staticmethod

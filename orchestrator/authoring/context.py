@@ -248,6 +248,36 @@ class TaskContext:
             raise ResultLookupError(f"task {self.task_id!r}: {kind}: {reply['error']}")
         return reply.get("found")
 
+    def set_variable(
+        self, name: str, value: Any, *, serialize_json: bool = False, description: str | None = None
+    ) -> None:
+        """Create or replace variable ``name`` (Airflow's ``Variable.set``, issue 26): a
+        string, or with ``serialize_json`` any JSON value; at most ``max_result_bytes``.
+        The worker stores it (encrypted, as every variable); later tries read it."""
+        if serialize_json:
+            try:
+                text = json.dumps(value, allow_nan=False)
+            except (TypeError, ValueError) as exc:
+                raise TypeError(
+                    f"task {self.task_id!r}: Variable.set({name!r}): the value is not JSON "
+                    f"({type(value).__name__}): {exc}"
+                ) from None
+        elif isinstance(value, str):
+            text = value
+        else:
+            raise TypeError(
+                f"task {self.task_id!r}: Variable.set({name!r}): the value is a "
+                f"{type(value).__name__}; give a string, or serialize_json=True"
+            )
+        size = len(text.encode())
+        if size > self.max_result_bytes:
+            raise ValueError(
+                f"task {self.task_id!r}: Variable.set({name!r}): the value is {size} bytes, "
+                f"over the {self.max_result_bytes}-byte limit (max_result_bytes)"
+            )
+        request = {"key": name, "value": text, "is_json": serialize_json}
+        self._ask("variable_set", request | {"description": description})
+
     def variable(self, name: str, default: Any = _MISSING, deserialize_json: bool = False) -> Any:
         """Variable ``name`` (parsed as JSON with ``deserialize_json``); ``default`` when
         it exists nowhere, else :class:`CredentialNotFoundError` naming it. A secret

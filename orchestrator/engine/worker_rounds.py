@@ -21,6 +21,7 @@ from orchestrator.engine.task_processes import describe_exit, outcome_of, protoc
 from orchestrator.engine.worker_prefetch import PREFETCH_SHORT_SECONDS
 from orchestrator.engine.xcom_lookup import answer_results
 from orchestrator.store.core.records import Claim
+from orchestrator.store.credentials.secret_box import box_of
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +36,16 @@ class Rounds:
     """Collecting finished tries and recording them (``Worker``'s outbox)."""
 
     def _answer_results(self, message: tuple) -> dict[str, Any]:
-        return answer_results(self.store, self.settings.max_result_bytes, message)
+        return answer_results(
+            self.store, self.settings.max_result_bytes, message, self._set_variable
+        )
+
+    def _set_variable(self, key: str, value: str, is_json: bool, description: Any) -> None:
+        """A try's ``Variable.set`` (issue 26): stored encrypted as every variable."""
+        self.store.set_variable(
+            key, value, self.clock.now(), box_of(self.settings), is_json=is_json,
+            description=description if isinstance(description, str) else None,
+        )  # fmt: skip
 
     def _collect(self, now: datetime, wait_seconds: float, extra: Any = ()) -> int:
         if not self._busy:

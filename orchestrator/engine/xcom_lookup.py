@@ -17,15 +17,33 @@ from orchestrator.errors import OrchestratorError
 
 log = logging.getLogger(__name__)
 PULL, PUSH = "xcom_pull", "xcom_push"
-RESULT_KINDS = frozenset({PULL, PUSH})
+SET_VARIABLE = "variable_set"  # issue 26: Airflow's Variable.set from a try
+RESULT_KINDS = frozenset({PULL, PUSH, SET_VARIABLE})
 
 
-def answer_results(store: Any, max_result_bytes: int, message: tuple) -> dict[str, Any]:
-    """The reply to a results lookup; never raises."""
+def answer_results(
+    store: Any, max_result_bytes: int, message: tuple, set_variable: Any = None
+) -> dict[str, Any]:
+    """The reply to a results lookup; never raises. ``set_variable(key, value, is_json,
+    description)`` stores a variable a try sets (None: refused)."""
     _, tag, _pid, kind, request = message
     try:
         ti_id, try_number = tag
         asked = json.loads(request)
+        if kind == SET_VARIABLE:
+            if set_variable is None:
+                raise OrchestratorError("variables cannot be set from here")
+            value = asked["value"]
+            if not isinstance(value, str) or len(value.encode()) > max_result_bytes:
+                raise OrchestratorError(
+                    f"Variable.set {asked['key']!r}: the value is over the "
+                    f"{max_result_bytes}-byte limit (max_result_bytes)"
+                )
+            set_variable(
+                str(asked["key"]), value, bool(asked.get("is_json")), asked.get("description")
+            )
+            log.info("variable_set key=%s by ti=%s try=%s", asked["key"], ti_id, try_number)
+            return {"found": None}
         if kind == PULL:
             found = store.pull_result(
                 ti_id, str(asked["task_id"]), str(asked["key"]), asked.get("map_indexes")
@@ -56,6 +74,9 @@ def tasks_test_asker(store: Any, run_id: str | None, task_id: str, log: logging.
         if kind == PUSH:
             log.info("xcom_push %s = %s (tasks test stores nothing)", asked["key"], asked["value"])
             return {"found": None}
+        if kind == SET_VARIABLE:
+            log.info("Variable.set %s (tasks test stores nothing)", asked["key"])
+            return {"found": None}
         if run_id is None or store is None:
             return {"error": "tasks test reads results of other tasks with --from-run RUN_ID"}
         try:
@@ -76,7 +97,7 @@ def pull_asker(store: Any, ti_id: int) -> Any:
 
     def ask(kind: str, request: str) -> dict[str, Any]:
         if kind != PULL:
-            return {"error": "a built-in sensor pushes nothing"}
+            return {"error": "a built-in sensor pushes and sets nothing"}
         asked = json.loads(request)
         try:
             found = store.pull_result(

@@ -591,3 +591,46 @@ def test_mapped_task_groups_map_each_item_through_the_group(harness: Harness, wr
             "data/bad.csv done in instance 2",
         ],
     }
+
+
+SETS_A_VARIABLE = """
+from datetime import datetime
+
+from orchestrator.airflow import DAG, Variable, task
+
+with DAG(dag_id="sets_a_variable", schedule=None, start_date=datetime(2026, 1, 1)) as dag:
+
+    @task
+    def remember():
+        Variable.set("last_batch", {"rows": 12, "day": "2026-01-01"}, serialize_json=True)
+        Variable.set("plain", "text value", description="set by a task")
+
+    @task
+    def recall():
+        return [Variable.get("last_batch", deserialize_json=True), Variable.get("plain")]
+
+    @task
+    def too_big():
+        Variable.set("huge", "x" * 2_000_000)
+
+    remember() >> recall()
+    too_big()
+"""
+
+
+def test_variable_set_in_a_task_is_stored_and_read_by_the_next(harness: Harness, write_dag):
+    """Issue 26: Airflow's Variable.set from a try, through the worker, into the store."""
+    write_dag("sets_a_variable.py", SETS_A_VARIABLE)
+    harness.parse()
+    assert harness.store.import_errors() == []
+    run, tis = _run(harness, "sets_a_variable")
+    assert tis["remember"].state == TaskState.SUCCESS
+    assert _results(harness, run.run_id, ["recall"])["recall"] == [
+        {"rows": 12, "day": "2026-01-01"},
+        "text value",
+    ]
+    stored = {v.key: v for v in harness.store.list_variables()}
+    assert stored["last_batch"].is_json and stored["plain"].description == "set by a task"
+    assert tis["too_big"].state == TaskState.FAILED
+    assert "over the" in tis["too_big"].error and "max_result_bytes" in tis["too_big"].error
+    assert "huge" not in stored
