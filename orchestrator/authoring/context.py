@@ -80,6 +80,7 @@ class TaskContext:
     # issue 25 item 7: upstream tasks of its mapped task group, whose results here are
     # this instance's (map_indexes= asks the store for others)
     same_instance: tuple[str, ...] = ()
+    run_type: str = "manual"  # issue 26: scheduled, manual, backfill... (dag_run.run_type)
     # issue 16: where ctx.variable / ctx.connection and var / conn in templates read
     credentials: CredentialSource | None = field(default=None, repr=False)
     # issue 15: the task's outlet URIs; the events that started an asset-triggered run

@@ -58,6 +58,7 @@ class DagRunView:
     data_interval_start: datetime
     data_interval_end: datetime
     conf: dict[str, Any] = field(default_factory=dict)
+    run_type: str = "manual"  # issue 26: scheduled, manual, backfill, asset_triggered...
 
 
 DAG_RUN_ATTRS = frozenset(DagRunView.__dataclass_fields__)
@@ -103,6 +104,12 @@ def template_variables(ctx: Any, timezone: str) -> dict[str, Any]:
         "map_index": ctx.map_index,
         "macros": MACROS,
         "dag_run": DagRunView(
-            ctx.dag_id, ctx.run_id, logical_date, start, end, dict(ctx.conf or {})
-        ),
+            ctx.dag_id,
+            ctx.run_id,
+            logical_date,
+            start,
+            end,
+            dict(ctx.conf or {}),
+            getattr(ctx, "run_type", "manual"),
+        ),  # fmt: skip
     }

@@ -317,6 +317,7 @@ def run_try(
         same_instance=tuple(job.get("same_instance") or ()),
         timezone=job.get("timezone") or "UTC",
         conf=job.get("conf") or {},
+        run_type=job.get("run_type") or "manual",
         ask=ask,
         max_result_bytes=job["max_result_bytes"],
         mask_value=masker.mask_value,

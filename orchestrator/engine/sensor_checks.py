@@ -110,6 +110,7 @@ def _context(claim: Claim, spec: DagSpec, store: Store) -> TaskContext:
         _results={},
         timezone=spec.timezone,
         conf=claim.conf,
+        run_type=claim.run_type,
         ask=pull_asker(store, claim.ti_id),  # {{ ti.xcom_pull(...) }} in its arguments
     )
 

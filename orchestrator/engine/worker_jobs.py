@@ -59,6 +59,7 @@ class Dispatching:
             "data_interval_end": claim.data_interval_end.isoformat(),
             "params": params,
             "conf": claim.conf,  # {{ dag_run.conf }} (issue 25)
+            "run_type": claim.run_type,  # {{ dag_run.run_type }} (issue 26)
             "idempotency_key": idempotency_key(
                 claim.dag_id, claim.run_id, claim.task_id, claim.map_index
             ),

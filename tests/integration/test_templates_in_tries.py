@@ -203,3 +203,26 @@ for native in (True, False):
         (json.dumps(r.conf["days"]), r.conf["label"][:3]) for r in harness.store.list_runs("target")
     )
     assert confs == [('"[3]"', "day"), ("[3]", "day")]
+
+
+def test_dag_run_run_type_says_how_the_run_came(harness, write_dag, dags_dir):
+    """Issue 26: {{ dag_run.run_type }} and dag_run.run_type by name, from the store."""
+    write_dag(
+        "kinds.py",
+        """
+from orchestrator import DAG, task
+
+with DAG("kinds", schedule=None) as dag:
+    dag.shell("echo_kind", "echo {{ dag_run.run_type }} > kind.txt")
+
+    @task
+    def by_name(dag_run):
+        return dag_run.run_type
+""",
+    )
+    harness.parse()
+    assert harness.store.import_errors() == []
+    run = harness.store.trigger_run("kinds", harness.clock.now())
+    assert harness.run_until_finished(run.run_id).state == "success"
+    assert (dags_dir / "kind.txt").read_text().strip() == "manual"
+    assert json.loads(harness.store.results(run.run_id, ["by_name"])["by_name"]) == "manual"

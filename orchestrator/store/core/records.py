@@ -284,6 +284,7 @@ class Claim(Record):
     # function its process calls, and the JSON of {"event": ..., "kwargs": ...}
     next_method: str | None = None
     next_kwargs: str | None = None
+    run_type: str = "manual"  # issue 26: {{ dag_run.run_type }}
 
 
 @dataclass(frozen=True)

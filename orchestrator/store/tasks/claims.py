@@ -242,6 +242,7 @@ class ClaimStore(StoreBase):
                     poke_count=c.poke_count,
                     next_method=c.next_method,
                     next_kwargs=c.next_kwargs,
+                    run_type=run.run_type,
                 )
             )
         reopen_tries(conn, [c for c in out if c.poke_count], owner)  # a sensor's next poke
