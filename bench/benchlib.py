@@ -83,6 +83,9 @@ TARGETS: dict[tuple[str, str], tuple[str, float]] = {
     ("parse", "scan_s_per_1000_files"): ("<=", 10.0),
     ("memory", "pss_mb"): ("<=", 250.0),
     ("ratio", "wide_vs_raw"): (">=", 0.25),
+    # issue 28: engine rates over the database's raw limit measured in the same run
+    ("vs_limits", "wide_vs_core_single"): (">=", 1.0),
+    ("vs_limits", "wide_vs_core_4conn_single"): (">=", 0.75),
 }
 
 
@@ -591,6 +594,32 @@ def ratio_figures(backend: str, figures: list[Figure]) -> list[Figure]:
     return [figure(backend, "ratio", "wide_vs_raw", wide / raw, "x")]
 
 
+# the limit each engine rate is held against (issue 28's targets): SQLAlchemy Core's
+# single-row claim+complete on SQLite, its 4-connection single-row rate on PostgreSQL
+LIMIT_OF = {"sqlite": "core_single", "postgres": "core_4conn_single"}
+RATE_FIGURES = (("wide", "tasks_per_s"), ("raw", "pairs_per_s"))
+
+
+def limit_figures(backend: str, figures: list[Figure], args: Any) -> list[Figure]:
+    """The raw limits of ``backend`` measured now, and each engine rate of this run
+    over the reference limit (``limits`` figures, then ``vs_limits`` ratios)."""
+    import limits as raw_limits  # bench/ is on the path (bench/run.py)
+
+    print(f"running {backend}/limits ...", file=sys.stderr, flush=True)
+    measured = raw_limits.measure(backend, args.limits_count, args.pg_url)
+    out = [figure(backend, "limits", name, rate, "tasks/s") for name, rate in measured.items()]
+    reference = measured[LIMIT_OF[backend]]
+    by = {(f.scenario, f.figure): f.value for f in figures if f.backend == backend}
+    for scenario, name in RATE_FIGURES:
+        value = by.get((scenario, name))
+        if value:
+            ratio = figure(backend, "vs_limits", f"{scenario}_vs_{LIMIT_OF[backend]}",
+                           value / reference, "x")  # fmt: skip
+            ratio.note = f"{value:.0f} / {reference:.0f} tasks/s"
+            out.append(ratio)
+    return out
+
+
 # -- machine and output -------------------------------------------------------------------
 def machine_info(admin_url: str, pg_ok: bool) -> dict[str, Any]:
     cpu = platform.processor() or "unknown"
@@ -714,6 +743,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--timeline", metavar="DIR", help="write each run's task timings as CSV")
     p.add_argument("--profile-top", type=int, default=25, help=argparse.SUPPRESS)
     p.add_argument("-v", "--verbose", action="store_true", help="engine logs at INFO")
+    p.add_argument(
+        "--vs-limits",
+        action="store_true",
+        help="also measure the database's raw claim+complete limits (bench/limits.py) in "
+        "this run and print each engine rate beside them, with the ratio (issue 28)",
+    )
+    p.add_argument("--limits-count", type=int, default=2000, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     for name in ("workers", "concurrency", "width", "length", "raw_count", "repeat"):
         if getattr(args, name) < 1:
@@ -778,6 +814,8 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 figures += repeats[0] if args.repeat == 1 else aggregate(repeats)
         figures += ratio_figures(backend, figures)
+        if args.vs_limits:
+            figures += limit_figures(backend, figures, args)
 
     if args.json:
         out = {
