@@ -177,8 +177,9 @@ class Publisher:
             await self.c.__aexit__(None, None, None)
 
 
-def latencies(store: Any) -> list[float]:
-    """Per asset event: its run's start minus the message's publish moment, in ms."""
+def latencies(store: Any) -> list[tuple[float, float]]:
+    """Per asset event, in ms: its run's start minus the message's publish moment, and
+    the part of it after the event was committed (the scheduler's share)."""
     starts = {r.run_id: r.start_date for r in store.list_runs(DAG_ID, limit=100_000)}
     out = []
     for e in store.asset_events(URI, limit=100_000):
@@ -186,5 +187,6 @@ def latencies(store: Any) -> list[float]:
         if run_id is None or starts.get(run_id) is None:
             continue
         sent = datetime.fromisoformat(e.extra["sent"])
-        out.append((starts[run_id] - sent).total_seconds() * 1000)
+        out.append(((starts[run_id] - sent).total_seconds() * 1000,
+                    (starts[run_id] - e.at).total_seconds() * 1000))  # fmt: skip
     return sorted(out)
