@@ -27,7 +27,15 @@ from orchestrator.store.core.db import bounded_wait_ended
 from orchestrator.store.core.identity import DatabaseGoneError
 
 from . import formatting, log_view, render
-from .current import CLOCK_KEY, LAYOUTS_KEY, LOG_MASK_KEY, SETTINGS_KEY, STORE_KEY, now
+from .current import (
+    CLOCK_KEY,
+    LAYOUTS_KEY,
+    LOG_MASK_KEY,
+    SETTINGS_KEY,
+    STORE_KEY,
+    WAKE_SCHEDULER_KEY,
+    now,
+)
 from .data import GRID_RUNS
 from .inputs import PathInt
 from .layouts import Layouts
@@ -55,14 +63,35 @@ SECURITY_HEADERS = {
 }
 
 
+class _NotifySchedulers:
+    """``set()`` NOTIFYs the schedulers listening on PostgreSQL (a no-op on SQLite)."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def set(self) -> None:
+        from orchestrator.engine.wakeup import FINISHED
+
+        try:
+            self.store.notify(FINISHED)
+        except Exception as exc:  # noqa: BLE001 - a lost wakeup costs one scheduler poll
+            log.warning("could not wake the schedulers: %s", str(exc).splitlines()[0])
+
+
 def create_app(
     settings: Settings,
     store: Store | None = None,
     *,
     clock: Clock | None = None,
     login_required: bool | None = None,
+    wake_scheduler: Any = None,
 ) -> Flask:
     """Build the web UI for ``settings``; ``store`` defaults to one on settings.database_url.
+
+    ``wake_scheduler`` (anything with ``set()``) is set when a webhook records an asset
+    event, so the scheduler starts the consuming runs at once instead of at its next
+    poll; by default a PostgreSQL NOTIFY to the schedulers listening (a no-op on SQLite,
+    where ``standalone`` passes its scheduler's in-process event).
 
     The secret key comes from ``<settings.state_dir>/webui_secret`` (created on first
     use). A store passed in stays the caller's to dispose of. A login is required
@@ -91,6 +120,9 @@ def create_app(
     app.extensions[SETTINGS_KEY] = settings
     app.extensions[CLOCK_KEY] = clock or SystemClock()
     app.extensions[LAYOUTS_KEY] = Layouts()
+    app.extensions[WAKE_SCHEDULER_KEY] = wake_scheduler or _NotifySchedulers(
+        app.extensions[STORE_KEY]
+    )
     masker = settings_masker(settings)  # issue 24: the settings' secrets, in try logs
     app.extensions[LOG_MASK_KEY] = masker.mask if masker else None
     if login_required is None:

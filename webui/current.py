@@ -22,6 +22,7 @@ SETTINGS_KEY = "orchestrator_settings"
 CLOCK_KEY = "orchestrator_clock"
 LAYOUTS_KEY = "orchestrator_layouts"
 LOG_MASK_KEY = "orchestrator_log_mask"
+WAKE_SCHEDULER_KEY = "orchestrator_wake_scheduler"
 
 
 def get_store() -> Store:
@@ -42,6 +43,13 @@ def get_layouts() -> Layouts:
 def get_log_mask() -> Callable[[str], str] | None:
     """What masks the settings' secrets in the try logs this app shows (issue 24)."""
     return current_app.extensions.get(LOG_MASK_KEY)
+
+
+def wake_scheduler() -> None:
+    """Asset events were recorded: the scheduler should start their runs now."""
+    wake = current_app.extensions.get(WAKE_SCHEDULER_KEY)
+    if wake is not None:
+        wake.set()
 
 
 def now() -> datetime:

@@ -274,7 +274,7 @@ def standalone(
         _thread("worker", worker.run_forever, stop),
     ]
     threads.append(start_alert_thread(store, clock, settings, stop))
-    app = create_app(settings, store)
+    app = create_app(settings, store, wake_scheduler=sched_wake)  # a webhook's asset event
 
     def ready(url: str) -> None:
         print(

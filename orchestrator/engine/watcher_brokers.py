@@ -118,7 +118,12 @@ def _redis_body(fields: dict) -> Any:
 
 
 class RabbitQueue(Broker):
-    """A durable queue with a prefetch window; each message acked after commit."""
+    """A durable queue with a prefetch window; each message acked after commit.
+
+    One consumer for the connection's life: its deliveries go to an ``asyncio.Queue``
+    a batch is gathered from. (aio-pika's queue iterator closes its consumer when a
+    wait on it is cancelled, so a timed gather on it reconnected after every batch.)
+    """
 
     async def connect(self) -> None:
         import aio_pika
@@ -131,22 +136,42 @@ class RabbitQueue(Broker):
         self.channel = await self.connection.channel()
         await self.channel.set_qos(prefetch_count=int(self.options.get("prefetch") or BATCH))
         self.queue = await self.channel.declare_queue(self.source, durable=True)
+        self.inbox: asyncio.Queue = asyncio.Queue()
+        await self.queue.consume(self.inbox.put)
+
+    async def _next(self, timeout: float | None) -> Any:
+        """The next delivery; None after ``timeout`` seconds; ConnectionError once the
+        channel has closed (its unacked deliveries go back to the queue)."""
+        if not self.inbox.empty():
+            return self.inbox.get_nowait()
+        get = asyncio.ensure_future(self.inbox.get())
+        closed = asyncio.ensure_future(self.channel.closed())
+        try:
+            await asyncio.wait({get, closed}, timeout=timeout,
+                               return_when=asyncio.FIRST_COMPLETED)  # fmt: skip
+        finally:
+            if not get.done():
+                get.cancel()
+            if not closed.done():
+                closed.cancel()
+        if get.done() and not get.cancelled():
+            return get.result()
+        if self.channel.is_closed:
+            raise ConnectionError("the RabbitMQ channel closed")
+        return None
 
     async def batches(self) -> AsyncIterator[list[Message]]:
-        async with self.queue.iterator() as it:
-            while True:
-                first = await it.__anext__()
-                batch = [first]
-                end = asyncio.get_running_loop().time() + GATHER_SECONDS
-                while len(batch) < BATCH:
-                    left = end - asyncio.get_running_loop().time()
-                    if left <= 0:
-                        break
-                    try:
-                        batch.append(await asyncio.wait_for(it.__anext__(), left))
-                    except TimeoutError:
-                        break
-                yield [Message(m.message_id or _sha(m.body), m.body, m) for m in batch]
+        loop = asyncio.get_running_loop()
+        while True:
+            first = await self._next(None)
+            batch = [first]
+            end = loop.time() + GATHER_SECONDS
+            while len(batch) < BATCH and (left := end - loop.time()) > 0:
+                more = await self._next(left)
+                if more is None:
+                    break
+                batch.append(more)
+            yield [Message(m.message_id or _sha(m.body), m.body, m) for m in batch]
 
     async def ack(self, batch: list[Message]) -> None:
         for m in batch:

@@ -186,6 +186,72 @@ def test_a_crash_between_commit_and_ack_redelivers_without_a_second_event(
                 "NatsWatcher(conn_id='bus', subject={src!r})",)  # fmt: skip
 
 
+def _counting_connects(monkeypatch, kind: str) -> list:
+    """Each broker client the watcher connects, in order."""
+    from orchestrator.engine import watcher_brokers
+
+    cls, made = watcher_brokers.BROKERS[kind], []
+    real = cls.connect
+
+    async def counting(self):
+        made.append(self)
+        await real(self)
+
+    monkeypatch.setattr(cls, "connect", counting)
+    return made
+
+
+@pytest.mark.parametrize("kind", sorted(BROKERS))
+def test_a_watcher_keeps_its_connection_from_one_batch_to_the_next(
+    harness, write_dag, kind, monkeypatch
+):
+    """Messages sent one at a time are each a batch of their own: the watcher reads
+    them all over the connection it made first (RabbitMQ's reconnected after every
+    batch, half a second of backoff each, before its consumer was kept)."""
+    import asyncio
+
+    made = _counting_connects(monkeypatch, kind)
+    store = harness.store
+    t, src = _setup(harness, write_dag, kind)
+    try:
+        _wait(t, lambda: _connected(store))
+        for n in range(3):
+            asyncio.run(_publish(kind, src, [(f"m{n}", json.dumps({"n": n}).encode())]))
+            _wait(t, lambda n=n: len(store.asset_events("s3://lake/orders")) == n + 1)
+        assert len(made) == 1
+        assert [w.state for w in store.watcher_states()] == ["connected"]
+    finally:
+        t.close(harness.clock.now())
+
+
+def test_a_rabbitmq_channel_that_closes_is_reconnected_and_loses_nothing(
+    harness, write_dag, monkeypatch
+):
+    """The broker closes the watcher's connection while it waits for deliveries: the
+    watcher notices (state ``retrying``), connects again and reads what came meanwhile."""
+    import asyncio
+
+    from orchestrator.engine import watcher_runtime
+
+    monkeypatch.setattr(watcher_runtime, "FIRST_BACKOFF", 0.1)
+    made = _counting_connects(monkeypatch, "rabbitmq")
+    store = harness.store
+    t, src = _setup(harness, write_dag, "rabbitmq")
+    try:
+        [w] = _wait(t, lambda: _connected(store))
+        asyncio.run(_publish("rabbitmq", src, [("a", b'{"n": 1}')]))
+        _wait(t, lambda: len(store.asset_events("s3://lake/orders")) == 1)
+        first = made[0]
+        t.loop.loop.call_soon_threadsafe(lambda: asyncio.ensure_future(first.connection.close()))
+        _wait(t, lambda: len(made) == 2 and store.watcher(w.key).state == "connected")
+        assert store.watcher(w.key).last_error.startswith("ConnectionError")
+        asyncio.run(_publish("rabbitmq", src, [("b", b'{"n": 2}')]))
+        _wait(t, lambda: len(store.asset_events("s3://lake/orders")) == 2)
+        assert sorted(e.extra["n"] for e in store.asset_events("s3://lake/orders")) == [1, 2]
+    finally:
+        t.close(harness.clock.now())
+
+
 class _Proxy:
     """A TCP proxy to Redis that the test can close and open again: the broker's port
     going away for this watcher only (the machine's Redis serves others meanwhile)."""

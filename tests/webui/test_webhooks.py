@@ -111,3 +111,49 @@ def test_the_watchers_page_and_api_show_the_counts(client, store, hook):
     assert '<td class="watcher-rejected">1</td>' in html
     api = client.get("/api/v1/watchers").get_json()["watchers"]
     assert [(w["kind"], w["messages"], w["rejected"]) for w in api] == [("webhook", 1, 1)]
+
+
+def test_a_new_event_wakes_the_scheduler_and_a_duplicate_or_a_refusal_does_not(
+    settings, store, clock, hook
+):
+    """standalone passes its scheduler's event: the consuming run starts at once, not
+    at the scheduler's next poll (scheduler_interval, a second by default)."""
+    import threading
+
+    from webui import create_app
+
+    wake = threading.Event()
+    client = create_app(settings, store, clock=clock, wake_scheduler=wake).test_client()
+    body = b'{"order": 3}'
+    assert _post(client, body, _signed(body)).status_code == 202
+    assert wake.is_set()
+    wake.clear()
+    assert _post(client, body, _signed(body)).get_json()["status"] == "duplicate"
+    assert _post(client, body, _signed(body, secret="wrong"), "d-2").status_code == 401
+    assert _post(client, b"[1]", _signed(b"[1]"), "d-3").status_code == 400
+    assert not wake.is_set()
+
+
+def test_a_web_server_of_its_own_wakes_the_postgresql_schedulers_with_a_notify(
+    settings, store, clock, hook
+):
+    """``orchestrator webserver`` apart from the scheduler: the webhook's event is a
+    NOTIFY on the channel the schedulers listen on."""
+    import threading
+
+    from orchestrator.engine.wakeup import FINISHED, Listener
+    from webui import create_app
+
+    if not store.is_postgres:
+        pytest.skip("LISTEN/NOTIFY is PostgreSQL's (on SQLite the scheduler is in-process)")
+    wake = threading.Event()
+    listener = Listener(store.url, {FINISHED: wake}).start()
+    try:
+        assert listener.connected.wait(10) and wake.wait(10)  # it wakes once on connecting
+        wake.clear()
+        client = create_app(settings, store, clock=clock).test_client()
+        body = b'{"order": 4}'
+        assert _post(client, body, _signed(body)).status_code == 202
+        assert wake.wait(10)
+    finally:
+        listener.stop()

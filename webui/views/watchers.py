@@ -22,7 +22,7 @@ from typing import Any
 from flask import Blueprint, jsonify, render_template, request
 from werkzeug.wrappers import Response
 
-from ..current import get_settings, get_store, now
+from ..current import get_settings, get_store, now, wake_scheduler
 
 log = logging.getLogger(__name__)
 bp = Blueprint("watchers", __name__)
@@ -107,6 +107,7 @@ def webhook(path: str) -> tuple[Response, int]:
     delivery = request.headers.get(DELIVERY) or "sha256:" + hashlib.sha256(body).hexdigest()
     [outcome] = store.record_messages(watcher.key, [(delivery, body)], now())
     if outcome == "event":
+        wake_scheduler()  # its consuming runs start now, not at the scheduler's next poll
         return jsonify({"status": "accepted", "delivery": delivery}), 202
     if outcome == "duplicate":
         return jsonify({"status": "duplicate", "delivery": delivery}), 200

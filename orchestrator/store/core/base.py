@@ -8,7 +8,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from sqlalchemy import Connection, Engine, insert, select
+from sqlalchemy import Connection, Engine, insert, select, text
 
 from orchestrator.store.core import models as m
 from orchestrator.store.core.db import DbOptions, make_engine
@@ -101,6 +101,13 @@ class StoreBase:
                 )
             finally:
                 tx.rollback()
+
+    def notify(self, channel: str) -> None:
+        """A PostgreSQL NOTIFY on ``channel`` through the pool (a no-op on SQLite), for
+        a process with no :class:`~orchestrator.engine.wakeup.Notifier` of its own."""
+        if self.is_postgres:
+            with self.engine.begin() as conn:
+                conn.execute(text("SELECT pg_notify(:channel, '')"), {"channel": channel})
 
     @contextmanager
     def read(self) -> Iterator[Connection]:
