@@ -57,6 +57,7 @@ from orchestrator.airflow.sensors import (
 from orchestrator.airflow.virtualenv import ExternalPythonOperator, PythonVirtualenvOperator
 from orchestrator.authoring.params import Param
 from orchestrator.authoring.sensor import PokeReturnValue
+from orchestrator.authoring.triggers import BaseTrigger, TaskDeferred, TriggerEvent
 
 __all__ = [
     # airflow.sdk
@@ -83,6 +84,10 @@ __all__ = [
     "AirflowFailException",
     "AirflowSensorTimeout",
     "AirflowSkipException",
+    "TaskDeferred",
+    # airflow.triggers.base (issue 30: deferrable operators)
+    "BaseTrigger",
+    "TriggerEvent",
     # operators
     "BaseOperator",
     "BashOperator",

@@ -24,12 +24,14 @@ import copy
 import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NoReturn
 
 from orchestrator.airflow import args as _args
 from orchestrator.airflow import runtime
 from orchestrator.authoring.building import _active
+from orchestrator.authoring.context_names import RUNNING
 from orchestrator.authoring.task_node import Task
+from orchestrator.authoring.triggers import TaskDeferred
 from orchestrator.authoring.where import caller, definition_error
 from orchestrator.authoring.wiring import Wiring
 from orchestrator.authoring.xcom_arg import check_same_dag
@@ -114,6 +116,41 @@ class BaseOperator(Wiring):
     def execute(self, context: dict[str, Any]) -> Any:
         """What the operator does in a try (override it)."""
         raise NotImplementedError(f"{type(self).__name__} must define execute(self, context)")
+
+    # -- deferral (issue 30): Airflow's self.defer -----------------------------------
+    def defer(
+        self,
+        *,
+        trigger: Any,
+        method_name: str,
+        kwargs: dict[str, Any] | None = None,
+        timeout: Any = None,
+    ) -> NoReturn:
+        """Give up the slot until ``trigger`` fires; the try then resumes in a fresh
+        process in ``self.<method_name>(context, event=..., **kwargs)``, as Airflow's."""
+        raise TaskDeferred(trigger=trigger, method_name=method_name, kwargs=kwargs, timeout=timeout)
+
+    def resume_method(self, name: str) -> Any:
+        """The engine's handle on ``self.<name>`` for a resumed try (engine/deferral_try.py):
+        called as ``(ctx, event, **kwargs)``, it calls the method of a copy with the
+        templated fields filled in, with Airflow's context dict and ``event=``."""
+        if not callable(getattr(self, name, None)):
+            return None
+
+        def call(ctx: Any, event: Any, **kwargs: Any) -> Any:
+            token = RUNNING.set((ctx, self._task))  # what the context and templates read
+            try:
+                context = runtime.context_dict()
+                op = copy.copy(self)
+                for field in self.template_fields:
+                    value = runtime.rendered(getattr(op, field, None), f"{self.task_id}.{field}")
+                    object.__setattr__(op, field, value)
+                value = getattr(op, name)(context, event=event, **kwargs)
+            finally:
+                RUNNING.reset(token)
+            return value if self.do_xcom_push or self._branch else None
+
+        return call
 
     def __setattr__(self, name: str, value: Any) -> None:
         """A templated field set after the task is made (a custom operator's

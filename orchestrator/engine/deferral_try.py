@@ -29,6 +29,13 @@ DEFERRED_TRY = "deferred"  # the worker's outbox state of a try that deferred
 
 
 def _method(fn: Any, job: dict[str, Any], name: str) -> Any:
+    # an operator class's method (Airflow's self.defer, orchestrator.airflow): its task's
+    # function is the operator's bound method, which says how to call the other one
+    hook = getattr(getattr(fn, "__self__", None), "resume_method", None)
+    if callable(hook):
+        found = hook(name)
+        if found is not None:
+            return found
     found = getattr(fn, "__globals__", {}).get(name)
     if found is None:
         module = sys.modules.get(dag_module_name(job["fileloc"]))

@@ -216,3 +216,65 @@ def test_clearing_a_deferred_task_drops_its_trigger(harness, write_dag, tmp_path
     triggerer.wait(0.2)
     triggerer.tick(clock.now(), force=True)
     assert store.task_instance(run_id, "wait").state == "failed"  # no resume
+
+
+OPERATOR_DAG = """
+import asyncio, json, os
+from datetime import datetime
+from orchestrator.airflow import DAG, BaseOperator, BaseTrigger, TriggerEvent
+
+class FileTrigger(BaseTrigger):
+    def __init__(self, path):
+        super().__init__()
+        self.path = path
+
+    def serialize(self):
+        return (f"{{__name__}}.FileTrigger", {{"path": self.path}})
+
+    async def run(self):
+        while not os.path.exists(self.path):
+            await asyncio.sleep(0.02)
+        with open(self.path) as f:
+            yield TriggerEvent(json.load(f))
+
+class WaitForFileOperator(BaseOperator):
+    template_fields = ("path",)
+
+    def __init__(self, path, unit, **kwargs):
+        super().__init__(**kwargs)
+        self.path, self.unit = path, unit
+
+    def execute(self, context):
+        self.defer(trigger=FileTrigger(self.path), method_name="execute_complete",
+                   kwargs={{"seen_in": context["ti"].try_number}})
+
+    def execute_complete(self, context, event=None, seen_in=None):
+        return {{"rows": event["rows"], "unit": self.unit, "path": self.path,
+                 "try": context["ti"].try_number, "seen_in": seen_in}}
+
+with DAG(dag_id="defers_op", schedule=None, start_date=datetime(2026, 1, 1)) as dag:
+    WaitForFileOperator(task_id="wait", path={flag!r} + "{{{{ '' }}}}", unit="rows")
+"""
+
+
+def test_an_operator_defers_with_self_defer_and_resumes_in_its_method(
+    harness, write_dag, tmp_path, triggerer
+):
+    """Issue 30: Airflow's operator-class deferral (orchestrator.airflow), as Airflow's
+    deferrable operators write it: self.defer(...) then execute_complete(context, event)."""
+    store, clock = harness.store, harness.clock
+    flag = tmp_path / "ready.json"
+    write_dag("defers_op.py", OPERATOR_DAG.format(flag=str(flag)))
+    harness.parse()
+    assert store.import_errors() == []
+    run = store.trigger_run("defers_op", clock.now())
+    harness.tick()
+    harness.worker.run_until_idle()
+    assert store.task_instance(run.run_id, "wait").state == "deferred"
+    triggerer.tick(clock.now(), force=True)
+    flag.write_text(json.dumps({"rows": 7}))
+    _until(triggerer, clock.now, lambda: store.task_instance(run.run_id, "wait").state == "queued")
+    assert harness.run_until_finished(run.run_id).state == "success"
+    assert _result(store, run.run_id, "wait") == {
+        "rows": 7, "unit": "rows", "path": str(flag), "try": 1, "seen_in": 1,
+    }  # fmt: skip
