@@ -19,9 +19,10 @@ from urllib.parse import urlencode
 from orchestrator.authoring.context import TaskContext
 from orchestrator.authoring.http_request import Request, loggable_url, render_request
 from orchestrator.authoring.spec import DagSpec
-from orchestrator.authoring.templating import render_command
+from orchestrator.authoring.templating import render_command, render_env
 from orchestrator.errors import OrchestratorError
 from orchestrator.scheduling.explain import Reason, explain_task
+from orchestrator.scheduling.retry import RetryPolicy
 from orchestrator.store import Store
 from orchestrator.store.core.records import RunRecord
 from orchestrator.store.reads.dag_pages import Cell
@@ -29,8 +30,9 @@ from orchestrator.store.tasks.task_store import idempotency_key
 
 from . import task_groups
 from .cron_words import schedule_in_words
-from .gantt import gantt
+from .gantt import Gantt, gantt
 from .layouts import Layouts
+from .try_view import exit_reasons
 from .mapped import add_mapped_cells, merge_lines, merge_states, merge_tries
 
 GRID_RUNS = 25
@@ -38,6 +40,8 @@ GRID_CELLS = 20_000  # a wide DAG's grid shows fewer runs, never fewer tasks
 HISTORY_PAGE = 25
 RUN_COUNT_UP_TO = 10_000  # the run history counts this far, then says "10000+"
 PREVIEW = 8
+TRIES_RENDERED = 20  # the latest tries whose templates the task page renders
+GANTT_INSTANCES = 50  # a mapped task's Gantt row unfolds into its first instances
 VERSIONS_SHOWN = 20  # the DAG page lists the latest versions (the API lists them all)
 
 
@@ -176,6 +180,7 @@ def run_page(store: Store, layouts: Layouts, run_id: str, now: datetime) -> dict
     tis = sorted(lines, key=lambda t: rank.get(t.task_id, 0))
     upstream = {t: spec.tasks[t].upstream for t in spec.tasks}
     return {
+        "gantt": run_gantt(store, run, spec, tis, tries, order, upstream, counts, now),
         "run": run,
         "dag": dag,
         "spec": spec,
@@ -184,10 +189,47 @@ def run_page(store: Store, layouts: Layouts, run_id: str, now: datetime) -> dict
         "states": states,
         "map_counts": counts,
         "graph": layouts.get(store, spec, run.dag_id, run.version_hash),
-        "gantt": gantt(run, tis, tries, order, upstream, now),
         "end": run.end_date or (now if run.start_date else None),
         **run_version(store, run),
     }
+
+
+def run_gantt(
+    store: Store,
+    run: RunRecord,
+    spec: DagSpec,
+    tis: list[Any],
+    tries: list[Any],
+    order: list[str],
+    upstream: dict[str, Any],
+    counts: dict[str, dict[str, int]],
+    now: datetime,
+) -> Gantt:
+    """The run's Gantt chart: the tries' segments, back-offs by each task's retry
+    policy, task groups' rows, the first GANTT_INSTANCES instances of each mapped task
+    (to unfold) and deferred tries' triggers' times (read only when a task is deferred)."""
+    policies: dict[str, RetryPolicy] = {}
+
+    def backoff(task_id: str, map_index: int, failed: int) -> timedelta:
+        # what store/tasks/task_store.py's _fail_attempt waited (the jitter is per key)
+        policy = policies.get(task_id)
+        if policy is None:
+            task = spec.tasks.get(task_id)
+            if task is None:
+                return timedelta(0)
+            policy = policies[task_id] = RetryPolicy.of(task)
+        return policy.delay_after(failed, idempotency_key(run.dag_id, run.run_id, task_id, map_index))
+
+    since: dict[tuple[str, int], datetime] = {}
+    if any(t.state == "deferred" for t in tis):
+        since = {(d.task_id, d.map_index): d.since
+                 for d in store.deferred_instances(run_id=run.run_id)}  # fmt: skip
+    instances = store.instance_lines(run.run_id, sorted(counts), GANTT_INSTANCES)
+    return gantt(
+        run, tis, tries, order, upstream, now, backoff=backoff,
+        groups=task_groups.groups_of(spec), instances=instances, deferred_since=since,
+        timezone=spec.timezone, map_counts=counts,
+    )  # fmt: skip
 
 
 def run_version(store: Store, run: Any) -> dict[str, Any]:
@@ -246,7 +288,11 @@ def rendered_command(
         if task.http is not None:
             return _request_text(render_request(task.http, ctx.template_vars(spec.timezone))), ""
         variables = ctx.template_vars(spec.timezone) | kwargs
-        return render_command(task.command or "", variables), ""
+        text = render_command(task.command or "", variables)
+        if task.env:  # issue 25's env=, rendered as the try's process gets it
+            env = render_env(task.env, variables)
+            text += "\n\n# env\n" + "\n".join(f"{k}={v}" for k, v in env.items())
+        return text, ""
     except OrchestratorError as exc:
         return "", str(exc)
 
@@ -307,10 +353,20 @@ def task_page(
     upstream = list(task.upstream) if task else []
     results = store.results(run_id, upstream)
     command, command_error = ("", "")
+    rendered: dict[int, tuple[str, str]] = {}  # each try's templates, as that try saw them
     if task is not None and task.kind in ("shell", "http"):
+        shown = _shown_credentials(store)
         command, command_error = rendered_command(
-            spec, run, task_id, ti.try_number, _shown_credentials(store), ti, store
+            spec, run, task_id, ti.try_number, shown, ti, store
         )
+        for t in tries[-TRIES_RENDERED:]:
+            rendered[t.try_number] = (
+                (command, command_error) if t.try_number == ti.try_number
+                else rendered_command(spec, run, task_id, t.try_number, shown, ti, store)
+            )  # fmt: skip
+        if mask is not None:
+            rendered = {n: (mask(c), e) for n, (c, e) in rendered.items()}
+            command = mask(command)
     reasons: list[Reason] = []
     if task is not None:
         facts = store.task_facts(
@@ -336,6 +392,8 @@ def task_page(
         "map_kwargs": json.loads(ti.map_kwargs) if ti.map_kwargs else None,
         "command": command,
         "command_error": command_error,
+        "rendered": rendered,
+        "exits": exit_reasons(tries, ti.state),
         "reasons": reasons,
         "log_dir_exists": os.path.isdir(log_dir),
     }

@@ -42,8 +42,71 @@
         });
         wireConfirms();
         wireGroups();
+        wireGantt();
         refreshLogs(doc);
       });
+  }
+
+  // The Gantt chart (issue 27): a mapped task's row unfolds into one row per instance,
+  // a task group's header row folds its tasks away; the visible rows are laid out
+  // again (each row is a <g> placed by its transform). Survives the live refreshes.
+  var ganttState = { unfolded: {}, folded: {} };
+
+  function layoutGantt(svg) {
+    var rowH = Number(svg.getAttribute("data-row-h")), y = Number(svg.getAttribute("data-axis-h"));
+    svg.querySelectorAll("g.gantt-row").forEach(function (row) {
+      var id = row.getAttribute("data-task-id"), kind = row.getAttribute("data-kind");
+      var within = (row.getAttribute("data-in") || "").split(" ").filter(Boolean);
+      var shown = within.every(function (path) {
+        return kind === "instance" ? ganttState.unfolded[path] : !ganttState.folded[path];
+      });
+      if (kind === "instance" && shown) {  // and its task's row is not folded away
+        var task = svg.querySelector("g.gantt-mapped[data-task-id='" + CSS.escape(within[0]) + "']");
+        shown = !!task && task.getAttribute("display") !== "none";
+      }
+      if (shown) {
+        row.removeAttribute("display");
+        row.setAttribute("transform", "translate(0," + y + ")");
+        y += rowH;
+      } else {
+        row.setAttribute("display", "none");
+      }
+      var toggle = row.querySelector(".gantt-toggle");
+      if (toggle) {
+        var open = kind === "mapped" ? !!ganttState.unfolded[id] : !ganttState.folded[id];
+        toggle.setAttribute("aria-expanded", open ? "true" : "false");
+        var caret = toggle.querySelector(".caret");
+        if (caret) caret.textContent = open ? "\u25BE" : "\u25B8";
+      }
+    });
+    var height = y + Number(svg.getAttribute("data-clock-h")) + 4;
+    var box = svg.getAttribute("viewBox").split(" ");
+    svg.setAttribute("viewBox", "0 0 " + box[2] + " " + height);
+    svg.setAttribute("height", String(height));
+    var clock = svg.querySelector("g.gantt-clock");
+    if (clock) clock.setAttribute("transform", "translate(0," + (height - Number(svg.getAttribute("data-clock-h")) - 4) + ")");
+  }
+
+  function wireGantt() {
+    document.querySelectorAll("svg.gantt").forEach(function (svg) {
+      svg.querySelectorAll(".gantt-toggle").forEach(function (toggle) {
+        if (toggle.getAttribute("data-wired")) return;
+        toggle.setAttribute("data-wired", "1");
+        var row = toggle.closest("g.gantt-row");
+        var id = row.getAttribute("data-task-id");
+        var which = row.getAttribute("data-kind") === "mapped" ? ganttState.unfolded : ganttState.folded;
+        function flip(ev) {
+          ev.preventDefault();
+          which[id] = !which[id];
+          layoutGantt(svg);
+        }
+        toggle.addEventListener("click", flip);
+        toggle.addEventListener("keydown", function (ev) {
+          if (ev.key === "Enter" || ev.key === " ") flip(ev);
+        });
+      });
+      layoutGantt(svg);
+    });
   }
 
   // Task groups (issue 14): a group's box in the graph and its header row in the grid
@@ -388,6 +451,10 @@
     }
     old.querySelectorAll(".log-section").forEach(function (section) {
       var other = doc.getElementById(section.id);
+      var facts = section.querySelector(".try-facts"), freshFacts = other && other.querySelector(".try-facts");
+      if (facts && freshFacts && facts.innerHTML !== freshFacts.innerHTML) {  // the try ended
+        facts.replaceWith(document.importNode(freshFacts, true));
+      }
       if (other && !section.querySelector("pre.log") && other.querySelector("pre.log")) {
         var node = document.importNode(other, true);
         node.hidden = section.hidden;
@@ -481,6 +548,7 @@
     wireConfirms();
     wireCheckAll();
     wireGroups();
+    wireGantt();
     wireLogs();
     followLogs();
     poll();
