@@ -32,8 +32,8 @@ from . import task_groups
 from .cron_words import schedule_in_words
 from .gantt import Gantt, gantt
 from .layouts import Layouts
-from .try_view import exit_reasons
 from .mapped import add_mapped_cells, merge_lines, merge_states, merge_tries
+from .try_view import exit_reasons
 
 GRID_RUNS = 25
 GRID_CELLS = 20_000  # a wide DAG's grid shows fewer runs, never fewer tasks
@@ -218,7 +218,9 @@ def run_gantt(
             if task is None:
                 return timedelta(0)
             policy = policies[task_id] = RetryPolicy.of(task)
-        return policy.delay_after(failed, idempotency_key(run.dag_id, run.run_id, task_id, map_index))
+        return policy.delay_after(
+            failed, idempotency_key(run.dag_id, run.run_id, task_id, map_index)
+        )
 
     since: dict[tuple[str, int], datetime] = {}
     if any(t.state == "deferred" for t in tis):

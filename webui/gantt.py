@@ -133,7 +133,11 @@ def segments(
         prev, prev_end = t, end
     state = getattr(line, "state", None)
     due = getattr(line, "ready_at", None)
-    if prev is not None and prev.end_date is not None and state in ("up_for_retry", "up_for_reschedule"):
+    if (
+        prev is not None
+        and prev.end_date is not None
+        and state in ("up_for_retry", "up_for_reschedule")
+    ):
         kind = "backoff" if state == "up_for_retry" else "rescheduled"
         until = min(due, now) if due is not None else now
         if until > prev_end:
@@ -199,11 +203,15 @@ def gantt(
         inst_rows.setdefault(line.task_id, []).append(line)
 
     plan = task_groups.grid_plan(order, groups or {})
-    spans: list[tuple[str, str, int, str, list[Seg], str]] = []  # id, kind, depth, parent, segs, label
+    spans: list[
+        tuple[str, str, int, str, list[Seg], str]
+    ] = []  # id, kind, depth, parent, segs, label
     group_of = groups or {}
     for kind, name, depth in plan:
         if kind == "group":
-            spans.append((name, "group", depth, name.rpartition(".")[0], [], name.rpartition(".")[2]))
+            spans.append(
+                (name, "group", depth, name.rpartition(".")[0], [], name.rpartition(".")[2])
+            )
             continue
         ready = ready_of(name)
         row_tries = by_task.get((name, -1)) or by_task.get((name, 0), [])
@@ -213,7 +221,9 @@ def gantt(
             name, row_tries, ready, now, line=line, backoff=None if mapped else backoff,
             deferred_since=since.get((name, -1)),
         )  # fmt: skip
-        spans.append((name, "mapped" if mapped else "task", depth, group_of.get(name, ""), segs, ""))
+        spans.append(
+            (name, "mapped" if mapped else "task", depth, group_of.get(name, ""), segs, "")
+        )
         for inst in inst_rows.get(name, ()):
             segs = segments(
                 name, inst_by.get((name, inst.map_index), []), ready, now, line=inst,

@@ -28,7 +28,7 @@ def gantt_svg(chart: Gantt, href: str | None = None) -> Markup:
     out = [
         f'<svg class="gantt" viewBox="0 0 {chart.width} {h}" width="{chart.width}" '
         f'height="{h}" role="img" aria-label="Gantt chart" data-row-h="{ROW_H}" '
-        f'data-axis-h="{AXIS_H}" data-clock-h="{CLOCK_H}">'
+        f'data-axis-h="{AXIS_H}" data-clock-h="{CLOCK_H}" data-seconds="{chart.seconds}">'
     ]
     out.append('<g class="gantt-axis">')
     for t in chart.ticks:
@@ -55,7 +55,9 @@ def gantt_svg(chart: Gantt, href: str | None = None) -> Markup:
 
 def _row(row: Any, classes: dict, chart: Gantt, href: str | None) -> str:
     rid = escape(row.task_id)
-    groups = " ".join(task_groups.ancestors(row.parent)) if row.parent and row.kind != "instance" else ""
+    groups = (
+        " ".join(task_groups.ancestors(row.parent)) if row.parent and row.kind != "instance" else ""
+    )
     if row.kind == "instance":
         groups = escape(row.parent)
     attrs = (

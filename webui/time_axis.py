@@ -93,17 +93,16 @@ def clock_ticks(
     since = (local - midnight).total_seconds()
     first = math.ceil(since / step - 1e-9) * step
     fmt = "%H:%M:%S" if step < 60 else ("%Y-%m-%d" if step >= DAY else "%H:%M")
+    # the first round time of day, then steps of real time: across a DST change the
+    # ticks stay evenly spaced and in order (an hour's ticks read 01:00, 03:00, 04:00)
+    at = (midnight + timedelta(seconds=first) - origin).total_seconds()
     out: list[tuple[float, str]] = []
-    at = first
-    while True:
-        when = midnight + timedelta(seconds=at)  # a time of day, then its real offset
-        x = (when - origin).total_seconds()  # (DST-correct: aware minus aware is real)
-        if x > total + 1e-9 or len(out) > 4 * max_ticks:
-            break
+    while at <= total + 1e-9 and len(out) <= 4 * max_ticks:
+        when = (origin + timedelta(seconds=at)).astimezone(zone)
         label = when.strftime(fmt)
         if fmt == "%H:%M" and when.hour == 0 and when.minute == 0:
             label = when.strftime("%b %d")  # a new day on an hourly axis
-        if x >= -1e-9:
-            out.append((x, label))
+        if at >= -1e-9:
+            out.append((at, label))
         at += step
     return out

@@ -35,7 +35,9 @@ _OWN_NAMES = sorted(
     | {p.name for p in _PACKAGE.iterdir() if p.is_dir() and not p.name.startswith(("_", "."))}
     | {"webui", "_migrations"}
 )
-_OWN = re.compile(r"(?:^|[/\\])orchestrator[/\\](?:" + "|".join(map(re.escape, _OWN_NAMES)) + r")(?:[/\\]|\.py$)")
+_OWN = re.compile(
+    r"(?:^|[/\\])orchestrator[/\\](?:" + "|".join(map(re.escape, _OWN_NAMES)) + r")(?:[/\\]|\.py$)"
+)
 _FRAME = re.compile(r'^ {2}File "(?P<path>[^"\n]*)", line (?P<line>\d+)(?:, in (?P<func>.*))?$')
 _HEADER = "Traceback (most recent call last):"
 # the lines that join chained exceptions (``raise ... from``, an error while handling one)
