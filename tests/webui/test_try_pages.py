@@ -207,3 +207,45 @@ def test_the_gantt_has_group_rows_and_a_mapped_tasks_instances(client, flaky_run
     assert f'href="/runs/{flaky_run.run_id}/tasks/report.square/map/2"' in page
     group_bar = bars(page, "report")
     assert [b[0] for b in group_bar] == ["group"]
+
+
+SHELL_SOURCE = """
+from datetime import timedelta
+
+from orchestrator import DAG
+
+with DAG("shell_retry_ui", schedule=None) as dag:
+    dag.shell(
+        "check",
+        "echo try {{ try_number }} && test {{ try_number }} -gt 1",
+        env={"TRY": "n{{ try_number }}"},
+        retries=1,
+        retry_delay=timedelta(seconds=1),
+    )
+"""
+
+
+def test_each_try_shows_the_command_and_env_it_was_rendered_with(
+    client, store, settings, clock, write_dag
+):
+    write_dag("shell_retry_ui.py", SHELL_SOURCE)
+    harness = Harness(store, settings, clock)
+    try:
+        harness.parse()
+        run = store.trigger_run("shell_retry_ui", clock.now())
+        harness.run_until_finished(run.run_id)
+    finally:
+        harness.close()
+    assert [t.state for t in store.tries(run.run_id, "check")] == ["failed", "success"]
+    page = client.get(f"/runs/{run.run_id}/tasks/check").get_data(as_text=True)
+    one = page.split('id="try-facts-1"', 1)[1].split('id="try-facts-2"', 1)[0]
+    two = page.split('id="try-facts-2"', 1)[1].split('<h2 class="log-title">', 1)[0]
+    assert (
+        '<pre class="code rendered">echo try 1 &amp;&amp; test 1 -gt 1\n\n# env\nTRY=n1</pre>'
+        in one
+    )
+    assert (
+        '<pre class="code rendered">echo try 2 &amp;&amp; test 2 -gt 1\n\n# env\nTRY=n2</pre>'
+        in two
+    )
+    assert '<dd class="exit-reason">failed, retried (exit status 1)</dd>' in one
