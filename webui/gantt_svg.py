@@ -68,7 +68,7 @@ def _row(row: Any, classes: dict, chart: Gantt, href: str | None) -> str:
     if state is None:
         state = classes[row.state] = str(escape(row.state))
     head = (
-        f'<g class="gantt-row gantt-{kind}" data-task-id="{rid}" data-kind="{kind}" '
+        f'<g class="gantt-row gantt-{kind}" data-task-id="{rid}" '
         f'data-state="{state}" transform="translate(0,{row.y})"'
     )
     if kind == "instance":
@@ -78,11 +78,15 @@ def _row(row: Any, classes: dict, chart: Gantt, href: str | None) -> str:
     indent = 4 + 14 * row.depth
     if kind == "task" and href is not None:
         link = task_id if plain else quote(task_id, safe="")
-        label = f'<a href="{href}{link}"><text class="gantt-label" x="{indent}" y="17">{rid}</text></a>'
+        label = (
+            f'<a href="{href}{link}"><text class="gantt-label" x="{indent}" y="17">{rid}</text></a>'
+        )
     elif kind == "instance" and href is not None:
         base, _, index = task_id.rpartition("[")
         link = f"{quote(base, safe='')}/map/{index[:-1]}"
-        label = f'<a href="{href}{link}"><text class="gantt-label" x="{indent}" y="17">{rid}</text></a>'
+        label = (
+            f'<a href="{href}{link}"><text class="gantt-label" x="{indent}" y="17">{rid}</text></a>'
+        )
     elif kind == "mapped":
         n = chart.instances_shown.get(task_id, 0)
         label = (

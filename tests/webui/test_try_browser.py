@@ -99,7 +99,9 @@ def test_the_gantt_unfolds_a_mapped_task_and_folds_a_group(
 
             # the instance's label opens that instance's page
             shown.nth(1).locator("a").click()
-            expect(page).to_have_url(f"{live_url}/runs/{flaky_run.run_id}/tasks/report.square/map/1")
+            expect(page).to_have_url(
+                f"{live_url}/runs/{flaky_run.run_id}/tasks/report.square/map/1"
+            )
             page.go_back()
 
             group = page.locator("svg.gantt g.gantt-group[data-task-id='report'] .gantt-toggle")

@@ -52,10 +52,16 @@
   // again (each row is a <g> placed by its transform). Survives the live refreshes.
   var ganttState = { unfolded: {}, folded: {} };
 
+  function ganttKind(row) {  // its class: gantt-task, gantt-group, gantt-mapped, gantt-instance
+    var kinds = ["instance", "mapped", "group"];
+    for (var i = 0; i < kinds.length; i++) if (row.classList.contains("gantt-" + kinds[i])) return kinds[i];
+    return "task";
+  }
+
   function layoutGantt(svg) {
     var rowH = Number(svg.getAttribute("data-row-h")), y = Number(svg.getAttribute("data-axis-h"));
     svg.querySelectorAll("g.gantt-row").forEach(function (row) {
-      var id = row.getAttribute("data-task-id"), kind = row.getAttribute("data-kind");
+      var id = row.getAttribute("data-task-id"), kind = ganttKind(row);
       var within = (row.getAttribute("data-in") || "").split(" ").filter(Boolean);
       var shown = within.every(function (path) {
         return kind === "instance" ? ganttState.unfolded[path] : !ganttState.folded[path];
@@ -94,7 +100,7 @@
         toggle.setAttribute("data-wired", "1");
         var row = toggle.closest("g.gantt-row");
         var id = row.getAttribute("data-task-id");
-        var which = row.getAttribute("data-kind") === "mapped" ? ganttState.unfolded : ganttState.folded;
+        var which = ganttKind(row) === "mapped" ? ganttState.unfolded : ganttState.folded;
         function flip(ev) {
           ev.preventDefault();
           which[id] = !which[id];
