@@ -28,9 +28,10 @@ from orchestrator.store.core.records import RunRecord
 from orchestrator.store.reads.dag_pages import Cell
 from orchestrator.store.tasks.task_store import idempotency_key
 
-from . import task_groups
+from . import grid_view, task_groups
 from .cron_words import schedule_in_words
 from .gantt import Gantt, gantt
+from .grid_view import GridQuery
 from .layouts import Layouts
 from .mapped import add_mapped_cells, merge_lines, merge_states, merge_tries
 from .try_view import exit_reasons
@@ -70,18 +71,22 @@ def schedule_preview(spec: DagSpec, now: datetime, count: int = PREVIEW) -> list
     return out
 
 
-def grid_runs(tasks: int) -> int:
-    """How many runs the grid shows for a DAG of ``tasks`` tasks: GRID_RUNS, fewer for
-    a DAG so wide that they would make more than GRID_CELLS cells (at least 1)."""
-    return max(1, min(GRID_RUNS, GRID_CELLS // max(tasks, 1)))
+def grid_runs(tasks: int, wanted: int = GRID_RUNS) -> int:
+    """How many runs the grid shows for a DAG of ``tasks`` tasks: ``wanted`` (the
+    page's ``runs``, GRID_RUNS by default), fewer for a DAG so wide that they would
+    make more than GRID_CELLS cells (at least 1)."""
+    return max(1, min(wanted, GRID_CELLS // max(tasks, 1)))
 
 
 def grid(
-    store: Store, dag_id: str, *, limit: int
+    store: Store, dag_id: str, *, limit: int, query: GridQuery | None = None
 ) -> tuple[list[RunRecord], dict[tuple[str, str], Cell]]:
-    """The latest ``limit`` runs (oldest first) and their cells by (run_id, task_id),
-    a mapped task's instances summed up in one cell."""
-    runs, cells, mapped = store.dag_grid(dag_id, limit=limit)
+    """The latest ``limit`` runs (oldest first; those ``query`` filters for) and their
+    cells by (run_id, task_id), a mapped task's instances summed up in one cell."""
+    q = query or GridQuery()
+    runs, cells, mapped = store.dag_grid(
+        dag_id, limit=limit, state=q.run_state or None, run_type=q.run_type or None
+    )
     add_mapped_cells(cells, mapped)
     return runs, cells
 
@@ -95,11 +100,13 @@ def dag_page(
     run_id: str = "",
     state: str = "",
     page: int = 1,
+    query: GridQuery | None = None,
 ) -> dict[str, Any]:
     dag = store.get_dag(dag_id)
     spec = store.spec(dag_id, dag.version_hash)
-    columns = grid_runs(len(spec.tasks))
-    runs, cells = grid(store, dag_id, limit=columns)
+    query = query or GridQuery()
+    columns = grid_runs(len(spec.tasks), query.runs)
+    runs, cells = grid(store, dag_id, limit=columns, query=query)
     selected = next((r for r in runs if r.run_id == run_id), runs[-1] if runs else None)
     if run_id and (selected is None or selected.run_id != run_id):
         selected = store.get_run(run_id)
@@ -128,6 +135,9 @@ def dag_page(
         "tasks": list(spec.topological_order),
         "groups": task_groups.groups_of(spec),  # the grid's task groups (issue 14)
         "grid_columns": columns,
+        "grid_query": query,
+        "grid_head": grid_view.header(runs, dag.timezone, now),
+        "grid_bar_h": grid_view.BAR_H,
         "selected": selected,
         "states": states,
         "map_counts": map_counts,

@@ -43,6 +43,7 @@
         wireConfirms();
         wireGroups();
         wireGantt();
+        wireGridFilters();
         refreshLogs(doc);
       });
   }
@@ -549,7 +550,17 @@
     });
   }
 
+  // The grid's filters (issue 27): a choice applies at once (the button stays, for
+  // keyboards and for pages without scripts).
+  function wireGridFilters() {
+    document.querySelectorAll("form.grid-filters select:not([data-wired])").forEach(function (select) {
+      select.setAttribute("data-wired", "1");
+      select.addEventListener("change", function () { select.form.submit(); });
+    });
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
+    wireGridFilters();
     wireJsonEditors();
     wireConfirms();
     wireCheckAll();

@@ -8,6 +8,7 @@ from .. import dag_list as listing
 from .. import data
 from ..current import get_layouts, get_store, now
 from ..inputs import MAX_INT, int_arg
+from ..grid_view import RUN_TYPES, RUNS_SHOWN, read_grid_query
 from ..params_form import fields_for
 
 bp = Blueprint("pages", __name__)
@@ -34,6 +35,7 @@ def dag_detail(dag_id: str) -> str:
         run_id=request.args.get("run_id", ""),
         state=request.args.get("state", ""),
         page=int_arg("page", 1, hi=MAX_PAGE) or 1,
+        query=read_grid_query(),  # issue 27: runs shown, run state and run type
     )
     return render_template(
         "dag_detail.html",
@@ -41,6 +43,8 @@ def dag_detail(dag_id: str) -> str:
             ctx["spec"].params, ctx["spec"].param_schemas, ctx["spec"].required_params
         ),
         asset_reasons=get_store().asset_reasons(dag_id, now()),  # issue 15
+        runs_shown=RUNS_SHOWN,
+        run_types=list(RUN_TYPES),
         **ctx,
     )
 
