@@ -7,8 +7,8 @@ from flask import Blueprint, render_template, request
 from .. import dag_list as listing
 from .. import data
 from ..current import get_layouts, get_store, now
-from ..inputs import MAX_INT, int_arg
 from ..grid_view import RUN_TYPES, RUNS_SHOWN, read_grid_query
+from ..inputs import MAX_INT, int_arg
 from ..params_form import fields_for
 
 bp = Blueprint("pages", __name__)
