@@ -83,6 +83,8 @@ def test_the_grid_filters_by_run_type_and_state_and_keeps_the_filter(client, typ
     assert f'href="/dags/etl?run_id={typed_runs[1].run_id}&amp;run_state=failed#graph"' in failed
     both = heads(client.get("/dags/etl?run_type=manual&run_state=running").get_data(as_text=True))
     assert [h["run_id"] for h in both] == [typed_runs[3].run_id]
+    blank = client.get("/dags/etl?runs=&run_state=&run_type=").get_data(as_text=True)
+    assert len(heads(blank)) == 4  # the form's "any": no filter
     none = client.get("/dags/etl?run_type=asset_triggered").get_data(as_text=True)
     assert heads(none) == [] and "No run of this DAG is of any state and asset triggered" in none
     assert '<option value="asset_triggered" selected>asset triggered</option>' in none
