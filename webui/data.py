@@ -365,17 +365,17 @@ def task_page(
     upstream = list(task.upstream) if task else []
     results = store.results(run_id, upstream)
     command, command_error = ("", "")
-    rendered: dict[int, tuple[str, str]] = {}  # each try's templates, as that try saw them
+    rendered: dict[int, tuple[str, str]] = {}  # earlier tries' templates, as each saw them
     if task is not None and task.kind in ("shell", "http"):
         shown = _shown_credentials(store)
         command, command_error = rendered_command(
             spec, run, task_id, ti.try_number, shown, ti, store
         )
-        for t in tries[-TRIES_RENDERED:]:
-            rendered[t.try_number] = (
-                (command, command_error) if t.try_number == ti.try_number
-                else rendered_command(spec, run, task_id, t.try_number, shown, ti, store)
-            )  # fmt: skip
+        for t in tries[-TRIES_RENDERED:]:  # the current try's is the page's own, above
+            if t.try_number != ti.try_number:
+                rendered[t.try_number] = rendered_command(
+                    spec, run, task_id, t.try_number, shown, ti, store
+                )
         if mask is not None:
             rendered = {n: (mask(c), e) for n, (c, e) in rendered.items()}
             command = mask(command)
