@@ -85,6 +85,7 @@ class Gantt:
     clock: list[Tick] = field(default_factory=list)  # wall-clock ticks (the DAG's zone)
     timezone: str = "UTC"
     instances_shown: dict[str, int] = field(default_factory=dict)  # mapped task -> rows
+    instances_total: dict[str, int] = field(default_factory=dict)  # mapped task -> all
 
 
 Seg = tuple[str, str, datetime, datetime]
@@ -203,9 +204,8 @@ def gantt(
         inst_rows.setdefault(line.task_id, []).append(line)
 
     plan = task_groups.grid_plan(order, groups or {})
-    spans: list[
-        tuple[str, str, int, str, list[Seg], str]
-    ] = []  # id, kind, depth, parent, segs, label
+    # (row id, kind, depth, parent, segments, label) in the chart's order
+    spans: list[tuple[str, str, int, str, list[Seg], str]] = []
     group_of = groups or {}
     for kind, name, depth in plan:
         if kind == "group":
@@ -271,8 +271,9 @@ def gantt(
     ticks = [Tick(LABEL_W + s * scale, tick_text(s, step)) for s in relative_ticks(total)]
     clock = [Tick(LABEL_W + s * scale, text) for s, text in clock_ticks(origin, total, timezone)]
     shown = {t: len(v) for t, v in inst_rows.items()}
+    totals = {t: sum(c.values()) for t, c in (map_counts or {}).items()}
     height = y + CLOCK_H + 4
-    return Gantt(rows, ticks, LABEL_W + CHART_W + 40, height, total, clock, timezone, shown)
+    return Gantt(rows, ticks, LABEL_W + CHART_W + 40, height, total, clock, timezone, shown, totals)
 
 
 def _bar(row_id: str, seg: Seg, origin: datetime, scale: float) -> Bar:

@@ -89,11 +89,15 @@ def _row(row: Any, classes: dict, chart: Gantt, href: str | None) -> str:
         )
     elif kind == "mapped":
         n = chart.instances_shown.get(task_id, 0)
+        total = max(chart.instances_total.get(task_id, n), n)
+        words = f"{total} instance{'s' if total != 1 else ''}"
+        if total > n:
+            words += f", the first {n} here"
         label = (
             f'<text class="gantt-label gantt-toggle" x="{indent}" y="17" role="button" '
             f'tabindex="0" aria-expanded="false" data-instances="{n}">'
-            f'<tspan class="caret">▸</tspan> {rid} <tspan class="muted-text">[{n} '
-            f"instance{'s' if n != 1 else ''}]</tspan></text>"
+            f'<tspan class="caret">▸</tspan> {rid} <tspan class="muted-text">[{words}]'
+            "</tspan></text>"
         )
     elif kind == "group":
         label = (

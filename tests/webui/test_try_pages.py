@@ -13,6 +13,7 @@ import pytest
 from orchestrator.scheduling.retry import RetryPolicy
 from orchestrator.store.tasks.task_store import idempotency_key
 from tests.helpers import Harness
+from tests.webui.test_mapped_pages import mapped_run  # noqa: F401
 
 SOURCE = """
 from datetime import timedelta
@@ -253,3 +254,16 @@ def test_each_try_shows_the_command_and_env_it_was_rendered_with(
     assert "of try 2; each earlier try's tab shows its own" in top
     assert top.endswith('<pre class="code">echo try 2 &amp;&amp; test 2 -gt 1\n\n# env\nTRY=n2')
     assert '<dd class="exit-reason">failed, retried (exit status 1)</dd>' in one
+
+
+def test_a_wide_mapped_task_unfolds_into_its_first_instances_and_says_so(
+    client,
+    mapped_run,  # noqa: F811
+):
+    page = client.get(f"/runs/{mapped_run.run_id}").get_data(as_text=True)
+    assert 'load <tspan class="muted-text">[150 instances, the first 50 here]</tspan>' in page
+    rows = re.findall(r'<g class="gantt-row gantt-instance" data-task-id="load\[(\d+)\]"', page)
+    assert rows == [str(i) for i in range(50)]  # read by key, not all 150
+    failed = re.search(r'data-task-id="load\[7\]" data-state="([a-z_]+)"', page)
+    assert failed and failed.group(1) == "failed"
+    assert bars(page, "load[7]")[-1][3].endswith("(failed)")
