@@ -34,6 +34,22 @@ def test_the_grid_filters_runs_and_its_cells_open_their_instance(
             expect(heads.nth(0).locator(".run-date")).to_have_text("Jan 01 01:00")
             page.locator(".grid-wrap").screenshot(path=str(tmp_path / "grid.png"))
 
+            # the keyboard: arrows move between cells, Enter opens the focused one
+            page.locator("table.grid tbody tr").first.locator("a.cell").first.focus()
+            page.keyboard.press("ArrowRight")
+            page.keyboard.press("ArrowDown")
+            focused = page.evaluate("() => document.activeElement.getAttribute('href')")
+            assert focused == f"/runs/{typed_runs[1].run_id}/tasks/load"
+            page.keyboard.press("ArrowUp")
+            page.keyboard.press("ArrowLeft")
+            page.keyboard.press("ArrowLeft")  # the first run's cell stays focused
+            focused = page.evaluate("() => document.activeElement.getAttribute('href')")
+            assert focused == f"/runs/{typed_runs[0].run_id}/tasks/extract"
+            page.keyboard.press("ArrowDown")
+            page.keyboard.press("Enter")
+            expect(page).to_have_url(f"{live_url}/runs/{typed_runs[0].run_id}/tasks/load")
+            page.go_back()
+
             page.select_option("select[name=run_type]", "manual")  # applies at once
             expect(page).to_have_url(f"{live_url}/dags/etl?runs=25&run_state=&run_type=manual")
             expect(heads).to_have_count(2)

@@ -559,6 +559,32 @@
     });
   }
 
+  // The grid's keyboard (issue 27): the arrow keys move between cells (a row's cells
+  // are its runs; up and down skip rows folded away), Enter opens the focused one. One
+  // listener on the document, so live refreshes need no re-wiring.
+  document.addEventListener("keydown", function (ev) {
+    var cell = ev.target;
+    if (!cell.matches || !cell.matches("table.grid a.cell")) return;
+    var td = cell.closest("td"), tr = td.parentNode, column = Array.prototype.indexOf.call(tr.children, td);
+    var target = null;
+    if (ev.key === "ArrowLeft" || ev.key === "ArrowRight") {
+      var step = ev.key === "ArrowLeft" ? -1 : 1;
+      for (var i = column + step; i > 0 && i < tr.children.length && !target; i += step) {
+        target = tr.children[i].querySelector("a.cell");
+      }
+    } else if (ev.key === "ArrowUp" || ev.key === "ArrowDown") {
+      var row = ev.key === "ArrowUp" ? tr.previousElementSibling : tr.nextElementSibling;
+      while (row && !target) {
+        if (row.offsetParent !== null && row.children[column]) target = row.children[column].querySelector("a.cell");
+        row = ev.key === "ArrowUp" ? row.previousElementSibling : row.nextElementSibling;
+      }
+    } else {
+      return;
+    }
+    ev.preventDefault();
+    if (target) target.focus();
+  });
+
   document.addEventListener("DOMContentLoaded", function () {
     wireGridFilters();
     wireJsonEditors();
