@@ -350,9 +350,12 @@ def task_page(
     stale: timedelta,
     map_index: int | None = None,
     mask: Any = None,
+    *,
+    each_try: bool = False,
 ) -> dict[str, Any]:
     """A task instance's page (``map_index``: which instance of a mapped task; None:
-    its first)."""
+    its first); ``each_try``: render the earlier tries' templates too (the page's tabs
+    show them; the JSON API, which an open page polls, does not)."""
     from .logs import view_try_log
 
     ti = store.task_instance(run_id, task_id, map_index)
@@ -371,7 +374,7 @@ def task_page(
         command, command_error = rendered_command(
             spec, run, task_id, ti.try_number, shown, ti, store
         )
-        for t in tries[-TRIES_RENDERED:]:  # the current try's is the page's own, above
+        for t in tries[-TRIES_RENDERED:] if each_try else ():  # the current try's: above
             if t.try_number != ti.try_number:
                 rendered[t.try_number] = rendered_command(
                     spec, run, task_id, t.try_number, shown, ti, store

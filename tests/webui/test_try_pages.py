@@ -130,6 +130,8 @@ def test_each_try_has_its_tab_with_state_duration_worker_and_exit_reason(client,
         "failed, retried",
         "succeeded",
     ]
+    api = client.get(f"/api/v1/runs/{flaky_run.run_id}/tasks/load").get_json()
+    assert [t["exit_reason"] for t in api["tries"]] == ["failed, retried", "succeeded"]
 
 
 def test_no_lease_is_shown_once_the_try_ended(client, flaky_run, store):

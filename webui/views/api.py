@@ -176,7 +176,9 @@ def task_instance(run_id: str, task_id: str, map_index: int | None = None) -> Re
     return jsonify(
         ctx["ti"].to_dict()
         | {
-            "tries": [t.to_dict() for t in ctx["tries"]],
+            "tries": [  # how each ended, as the page's tabs say it (issue 27)
+                t.to_dict() | {"exit_reason": ctx["exits"][t.try_number]} for t in ctx["tries"]
+            ],
             "rendered_command": ctx["command"] or None,
             "upstream_results": ctx["results"],
             "result": ctx["result"],
