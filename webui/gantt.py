@@ -77,6 +77,13 @@ class Tick:
 
 @dataclass(frozen=True)
 class Gantt:
+    """A run's chart: its rows (y in pixels), axes and size; ``gantt_svg`` draws it.
+
+    >>> chart = gantt(run, lines, tries, order, upstream, now)  # doctest: +SKIP
+    >>> [t.label for t in chart.ticks], chart.clock[0].label     # doctest: +SKIP
+    (['0 s', '2 s', '4 s', '6 s', '8 s'], '01:00:00')
+    """
+
     rows: list[Row]
     ticks: list[Tick]
     width: float

@@ -38,7 +38,11 @@ BAR_H = 28  # the tallest duration bar, in pixels
 
 @dataclass(frozen=True)
 class GridQuery:
-    """What the grid shows: how many runs, and which (``""``: any)."""
+    """What the grid shows: how many runs, and which (``""``: any).
+
+    >>> GridQuery(runs=50, run_type="manual").args()
+    {'runs': 50, 'run_type': 'manual'}
+    """
 
     runs: int = RUNS_SHOWN[0]
     run_state: str = ""

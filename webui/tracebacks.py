@@ -64,7 +64,11 @@ class Frame:
 
 @dataclass(frozen=True)
 class ShownError:
-    """An error as the task page shows it (see :func:`trim`)."""
+    """An error as the task page shows it (see :func:`trim`).
+
+    >>> trim("timed out after 0:00:05 and was killed").has_traceback
+    False
+    """
 
     exception: str  # the last line: ``ValueError: boom`` (the whole text if no traceback)
     frames: tuple[Frame, ...]  # the user's frames, innermost first
