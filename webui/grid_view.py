@@ -71,6 +71,12 @@ def read_grid_query() -> GridQuery:
                 f"got {raw[:40]!r}"
             )
         runs = int(raw)
+    return GridQuery(runs, *read_run_filters())
+
+
+def read_run_filters() -> tuple[str, str]:
+    """The request's ``run_state`` and ``run_type`` (``""``: any), each checked; the
+    DAG page's grid and its JSON API (``/api/v1/dags/<dag_id>/grid``) take both."""
     state = request.args.get("run_state", "")
     if state and state not in {s.value for s in RunState}:
         raise ConfigError(
@@ -83,7 +89,7 @@ def read_grid_query() -> GridQuery:
             f"query parameter 'run_type': {kind[:40]!r} is not a run type "
             f"(one of: {', '.join(RUN_TYPES)})"
         )
-    return GridQuery(runs, state, kind)
+    return state, kind
 
 
 @dataclass(frozen=True)

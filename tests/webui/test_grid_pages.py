@@ -120,3 +120,14 @@ def test_a_bad_grid_parameter_is_a_400_naming_it(client, make_dag, query, words)
     text = response.get_data(as_text=True)
     assert words in html.unescape(text)
     assert "<script>" not in text.replace('<script src="/static/', "")  # escaped
+
+
+def test_the_grid_api_takes_the_same_filters(client, typed_runs):
+    body = client.get("/api/v1/dags/etl/grid?run_type=manual&run_state=failed").get_json()
+    assert [r["run_id"] for r in body["dag_runs"]] == [typed_runs[1].run_id]
+    assert body["dag_runs"][0]["cells"]["extract"]["state"]  # the run's cells, as before
+    every = client.get("/api/v1/dags/etl/grid").get_json()
+    assert len(every["dag_runs"]) == 4
+    bad = client.get("/api/v1/dags/etl/grid?run_type=adhoc")
+    assert bad.status_code == 400
+    assert "query parameter 'run_type': 'adhoc' is not a run type" in bad.get_json()["detail"]
