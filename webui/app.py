@@ -26,7 +26,7 @@ from orchestrator.store import Store
 from orchestrator.store.core.db import bounded_wait_ended
 from orchestrator.store.core.identity import DatabaseGoneError
 
-from . import formatting, log_view, render
+from . import formatting, log_view, render, tracebacks
 from .current import (
     CLOCK_KEY,
     LAYOUTS_KEY,
@@ -37,6 +37,7 @@ from .current import (
     now,
 )
 from .data import GRID_RUNS
+from .gantt_svg import gantt_svg
 from .inputs import PathInt
 from .layouts import Layouts
 from .markdown import doc_html
@@ -139,6 +140,8 @@ def create_app(
     app.add_template_global(formatting.duration, "duration")
     app.add_template_global(formatting.seconds_text, "seconds_text")
     app.add_template_global(formatting.time_tag, "time_tag")
+    app.add_template_global(formatting.bytes_text, "bytes_text")
+    app.add_template_global(tracebacks.trim, "shown_error")
     app.add_template_global(log_view.render_lines, "log_lines")
     app.add_template_global(_ago, "ago")
     app.add_template_global(csrf_token, "csrf_token")
@@ -148,7 +151,7 @@ def create_app(
     app.add_template_global(render.grid_rows, "grid_rows")
     app.add_template_global(render.task_href, "task_href")
     app.add_template_global(render.task_rows, "task_rows")
-    app.add_template_global(render.gantt_rows, "gantt_rows")
+    app.add_template_global(gantt_svg, "gantt_svg")
     app.add_template_global(GRID_RUNS, "grid_runs_max")
 
     from .views import (

@@ -19,25 +19,30 @@ from urllib.parse import urlencode
 from orchestrator.authoring.context import TaskContext
 from orchestrator.authoring.http_request import Request, loggable_url, render_request
 from orchestrator.authoring.spec import DagSpec
-from orchestrator.authoring.templating import render_command
+from orchestrator.authoring.templating import render_command, render_env
 from orchestrator.errors import ConfigError, OrchestratorError
 from orchestrator.scheduling.explain import Reason, explain_task
+from orchestrator.scheduling.retry import RetryPolicy
 from orchestrator.store import Store
 from orchestrator.store.core.records import RunRecord
 from orchestrator.store.reads.dag_pages import Cell
 from orchestrator.store.tasks.task_store import idempotency_key
 
-from . import task_groups
+from . import grid_view, task_groups
 from .cron_words import schedule_in_words
-from .gantt import gantt
+from .gantt import Gantt, gantt
+from .grid_view import GridQuery
 from .layouts import Layouts
 from .mapped import add_mapped_cells, merge_lines, merge_states, merge_tries
+from .try_view import exit_reasons
 
 GRID_RUNS = 25
 GRID_CELLS = 20_000  # a wide DAG's grid shows fewer runs, never fewer tasks
 HISTORY_PAGE = 25
 RUN_COUNT_UP_TO = 10_000  # the run history counts this far, then says "10000+"
 PREVIEW = 8
+TRIES_RENDERED = 20  # the latest tries whose templates the task page renders
+GANTT_INSTANCES = 50  # a mapped task's Gantt row unfolds into its first instances
 VERSIONS_SHOWN = 20  # the DAG page lists the latest versions (the API lists them all)
 
 
@@ -66,18 +71,22 @@ def schedule_preview(spec: DagSpec, now: datetime, count: int = PREVIEW) -> list
     return out
 
 
-def grid_runs(tasks: int) -> int:
-    """How many runs the grid shows for a DAG of ``tasks`` tasks: GRID_RUNS, fewer for
-    a DAG so wide that they would make more than GRID_CELLS cells (at least 1)."""
-    return max(1, min(GRID_RUNS, GRID_CELLS // max(tasks, 1)))
+def grid_runs(tasks: int, wanted: int = GRID_RUNS) -> int:
+    """How many runs the grid shows for a DAG of ``tasks`` tasks: ``wanted`` (the
+    page's ``runs``, GRID_RUNS by default), fewer for a DAG so wide that they would
+    make more than GRID_CELLS cells (at least 1)."""
+    return max(1, min(wanted, GRID_CELLS // max(tasks, 1)))
 
 
 def grid(
-    store: Store, dag_id: str, *, limit: int
+    store: Store, dag_id: str, *, limit: int, query: GridQuery | None = None
 ) -> tuple[list[RunRecord], dict[tuple[str, str], Cell]]:
-    """The latest ``limit`` runs (oldest first) and their cells by (run_id, task_id),
-    a mapped task's instances summed up in one cell."""
-    runs, cells, mapped = store.dag_grid(dag_id, limit=limit)
+    """The latest ``limit`` runs (oldest first; those ``query`` filters for) and their
+    cells by (run_id, task_id), a mapped task's instances summed up in one cell."""
+    q = query or GridQuery()
+    runs, cells, mapped = store.dag_grid(
+        dag_id, limit=limit, state=q.run_state or None, run_type=q.run_type or None
+    )
     add_mapped_cells(cells, mapped)
     return runs, cells
 
@@ -92,12 +101,14 @@ def dag_page(
     state: str = "",
     page: int = 1,
     expand: str = "",
+    query: GridQuery | None = None,
 ) -> dict[str, Any]:
     dag = store.get_dag(dag_id)
     spec = store.spec(dag_id, dag.version_hash)
     expanded = _expanded(expand, spec)
-    columns = grid_runs(len(spec.tasks))
-    runs, cells = grid(store, dag_id, limit=columns)
+    query = query or GridQuery()
+    columns = grid_runs(len(spec.tasks), query.runs)
+    runs, cells = grid(store, dag_id, limit=columns, query=query)
     selected = next((r for r in runs if r.run_id == run_id), runs[-1] if runs else None)
     if run_id and (selected is None or selected.run_id != run_id):
         selected = store.get_run(run_id)
@@ -126,6 +137,9 @@ def dag_page(
         "tasks": list(spec.topological_order),
         "groups": task_groups.groups_of(spec),  # the grid's task groups (issue 14)
         "grid_columns": columns,
+        "grid_query": query,
+        "grid_head": grid_view.header(runs, dag.timezone, now),
+        "grid_bar_h": grid_view.BAR_H,
         "selected": selected,
         "states": states,
         "map_counts": map_counts,
@@ -188,6 +202,7 @@ def run_page(
     tis = sorted(lines, key=lambda t: rank.get(t.task_id, 0))
     upstream = {t: spec.tasks[t].upstream for t in spec.tasks}
     return {
+        "gantt": run_gantt(store, run, spec, tis, tries, order, upstream, counts, now),
         "run": run,
         "dag": dag,
         "spec": spec,
@@ -196,10 +211,49 @@ def run_page(
         "states": states,
         "map_counts": counts,
         "graph": layouts.get(store, spec, run.dag_id, run.version_hash, _expanded(expand, spec)),
-        "gantt": gantt(run, tis, tries, order, upstream, now),
         "end": run.end_date or (now if run.start_date else None),
         **run_version(store, run),
     }
+
+
+def run_gantt(
+    store: Store,
+    run: RunRecord,
+    spec: DagSpec,
+    tis: list[Any],
+    tries: list[Any],
+    order: list[str],
+    upstream: dict[str, Any],
+    counts: dict[str, dict[str, int]],
+    now: datetime,
+) -> Gantt:
+    """The run's Gantt chart: the tries' segments, back-offs by each task's retry
+    policy, task groups' rows, the first GANTT_INSTANCES instances of each mapped task
+    (to unfold) and deferred tries' triggers' times (read only when a task is deferred)."""
+    policies: dict[str, RetryPolicy] = {}
+
+    def backoff(task_id: str, map_index: int, failed: int) -> timedelta:
+        # what store/tasks/task_store.py's _fail_attempt waited (the jitter is per key)
+        policy = policies.get(task_id)
+        if policy is None:
+            task = spec.tasks.get(task_id)
+            if task is None:
+                return timedelta(0)
+            policy = policies[task_id] = RetryPolicy.of(task)
+        return policy.delay_after(
+            failed, idempotency_key(run.dag_id, run.run_id, task_id, map_index)
+        )
+
+    since: dict[tuple[str, int], datetime] = {}
+    if any(t.state == "deferred" for t in tis):
+        since = {(d.task_id, d.map_index): d.since
+                 for d in store.deferred_instances(run_id=run.run_id)}  # fmt: skip
+    instances = store.instance_lines(run.run_id, sorted(counts), GANTT_INSTANCES)
+    return gantt(
+        run, tis, tries, order, upstream, now, backoff=backoff,
+        groups=task_groups.groups_of(spec), instances=instances, deferred_since=since,
+        timezone=spec.timezone, map_counts=counts,
+    )  # fmt: skip
 
 
 def run_version(store: Store, run: Any) -> dict[str, Any]:
@@ -258,7 +312,11 @@ def rendered_command(
         if task.http is not None:
             return _request_text(render_request(task.http, ctx.template_vars(spec.timezone))), ""
         variables = ctx.template_vars(spec.timezone) | kwargs
-        return render_command(task.command or "", variables), ""
+        text = render_command(task.command or "", variables)
+        if task.env:  # issue 25's env=, rendered as the try's process gets it
+            env = render_env(task.env, variables)
+            text += "\n\n# env\n" + "\n".join(f"{k}={v}" for k, v in env.items())
+        return text, ""
     except OrchestratorError as exc:
         return "", str(exc)
 
@@ -304,9 +362,12 @@ def task_page(
     stale: timedelta,
     map_index: int | None = None,
     mask: Any = None,
+    *,
+    each_try: bool = False,
 ) -> dict[str, Any]:
     """A task instance's page (``map_index``: which instance of a mapped task; None:
-    its first)."""
+    its first); ``each_try``: render the earlier tries' templates too (the page's tabs
+    show them; the JSON API, which an open page polls, does not)."""
     from .logs import view_try_log
 
     ti = store.task_instance(run_id, task_id, map_index)
@@ -319,10 +380,20 @@ def task_page(
     upstream = list(task.upstream) if task else []
     results = store.results(run_id, upstream)
     command, command_error = ("", "")
+    rendered: dict[int, tuple[str, str]] = {}  # earlier tries' templates, as each saw them
     if task is not None and task.kind in ("shell", "http"):
+        shown = _shown_credentials(store)
         command, command_error = rendered_command(
-            spec, run, task_id, ti.try_number, _shown_credentials(store), ti, store
+            spec, run, task_id, ti.try_number, shown, ti, store
         )
+        for t in tries[-TRIES_RENDERED:] if each_try else ():  # the current try's: above
+            if t.try_number != ti.try_number:
+                rendered[t.try_number] = rendered_command(
+                    spec, run, task_id, t.try_number, shown, ti, store
+                )
+        if mask is not None:
+            rendered = {n: (mask(c), e) for n, (c, e) in rendered.items()}
+            command = mask(command)
     reasons: list[Reason] = []
     if task is not None:
         facts = store.task_facts(
@@ -348,6 +419,8 @@ def task_page(
         "map_kwargs": json.loads(ti.map_kwargs) if ti.map_kwargs else None,
         "command": command,
         "command_error": command_error,
+        "rendered": rendered,
+        "exits": exit_reasons(tries, ti.state),
         "reasons": reasons,
         "log_dir_exists": os.path.isdir(log_dir),
     }

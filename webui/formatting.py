@@ -163,3 +163,18 @@ def duration(start: datetime | None, end: datetime | None) -> str:
     if start is None or end is None:
         return ""
     return seconds_text(end - start)
+
+
+def bytes_text(size: int | None) -> str:
+    """A size readable at every scale: ``512 B``, ``1.5 KiB``, ``12 MiB``, ``3.2 GiB``
+    (binary units, one decimal under ten); '' for None."""
+    if size is None:
+        return ""
+    if size < 1024:
+        return f"{size} B"
+    value = float(size)
+    for unit in ("KiB", "MiB", "GiB", "TiB"):
+        value /= 1024
+        if value < 1024 or unit == "TiB":
+            return f"{value:.1f} {unit}" if value < 10 else f"{value:.0f} {unit}"
+    return f"{size} B"  # pragma: no cover - the loop returns

@@ -371,23 +371,3 @@ def task_rows(
             f"<td><code>{owner}</code></td></tr>"
         )
     return Markup("\n".join(out))
-
-
-def gantt_rows(chart: Any) -> Markup:
-    """The Gantt chart's labels and bars (:class:`webui.gantt.Gantt` rows)."""
-    of = _states()
-    kinds: dict[tuple[str, str], str] = {}  # (kind, state) -> the bar's escaped classes
-    out = []
-    for row in chart.rows:
-        out.append(f'<text class="gantt-label" x="4" y="{row.y + 17}">{escape(row.task_id)}</text>')
-        bar_y = row.y + 5
-        for b in row.bars:
-            cls = kinds.get((b.kind, b.state))
-            if cls is None:
-                cls = kinds[(b.kind, b.state)] = f"bar-{escape(b.kind)} {of(b.state)[0]}"
-            out.append(
-                f'<rect class="bar {cls}" x="{b.x}" '
-                f'y="{bar_y}" width="{b.w}" height="16" rx="3">'
-                f"<title>{escape(b.title)}</title></rect>"
-            )
-    return Markup("\n".join(out))

@@ -116,9 +116,9 @@ def test_gantt_splits_queued_and_running_time():
     tis = [NS(task_id="a", state="success", end_date=T0 + timedelta(seconds=10)),
            NS(task_id="b", state="success", end_date=T0 + timedelta(seconds=40))]  # fmt: skip
     tries = [
-        NS(task_id="a", try_number=1, state="success", start_date=T0, end_date=T0 + timedelta(seconds=10)),
-        NS(task_id="b", try_number=1, state="failed", start_date=T0 + timedelta(seconds=20), end_date=T0 + timedelta(seconds=25)),
-        NS(task_id="b", try_number=2, state="success", start_date=T0 + timedelta(seconds=30), end_date=T0 + timedelta(seconds=40)),
+        NS(task_id="a", map_index=-1, try_number=1, state="success", start_date=T0, end_date=T0 + timedelta(seconds=10)),
+        NS(task_id="b", map_index=-1, try_number=1, state="failed", start_date=T0 + timedelta(seconds=20), end_date=T0 + timedelta(seconds=25)),
+        NS(task_id="b", map_index=-1, try_number=2, state="success", start_date=T0 + timedelta(seconds=30), end_date=T0 + timedelta(seconds=40)),
     ]  # fmt: skip
     chart = gantt(run, tis, tries, ["a", "b"], {"b": ("a",)}, T0 + timedelta(minutes=5))
     a, b = chart.rows
@@ -138,9 +138,9 @@ def test_gantt_draws_tries_in_try_order_whatever_order_they_come_in():
     tis = [NS(task_id="a", state="success", end_date=T0 + timedelta(seconds=10)),
            NS(task_id="b", state="success", end_date=T0 + timedelta(seconds=40))]  # fmt: skip
     tries = [
-        NS(task_id="a", try_number=1, state="success", start_date=T0, end_date=T0 + timedelta(seconds=10)),
-        NS(task_id="b", try_number=1, state="failed", start_date=T0 + timedelta(seconds=20), end_date=T0 + timedelta(seconds=25)),
-        NS(task_id="b", try_number=2, state="success", start_date=T0 + timedelta(seconds=30), end_date=T0 + timedelta(seconds=40)),
+        NS(task_id="a", map_index=-1, try_number=1, state="success", start_date=T0, end_date=T0 + timedelta(seconds=10)),
+        NS(task_id="b", map_index=-1, try_number=1, state="failed", start_date=T0 + timedelta(seconds=20), end_date=T0 + timedelta(seconds=25)),
+        NS(task_id="b", map_index=-1, try_number=2, state="success", start_date=T0 + timedelta(seconds=30), end_date=T0 + timedelta(seconds=40)),
     ]  # fmt: skip
     now = T0 + timedelta(minutes=5)
     chart = gantt(run, tis, tries, ["a", "b"], {"b": ("a",)}, now)

@@ -49,7 +49,7 @@ ALLOWED_TAGS = {
     "a", "form", "input", "button", "span", "div", "p", "h1", "h2", "table", "thead",
     "tbody", "tr", "th", "td", "code", "pre", "dl", "dt", "dd", "details", "summary",
     "label", "select", "option", "textarea", "section", "ol", "ul", "li", "time", "strong",
-    "svg", "defs", "marker", "path", "g", "rect", "text", "line",
+    "svg", "defs", "marker", "path", "g", "rect", "text", "line", "tspan",
 }  # fmt: skip
 
 

@@ -43,8 +43,78 @@
         wireConfirms();
         wireGroups();
         if (window.orchestratorGraphView) window.orchestratorGraphView.wire();
+        wireGantt();
+        wireGridFilters();
         refreshLogs(doc);
       });
+  }
+
+  // The Gantt chart (issue 27): a mapped task's row unfolds into one row per instance,
+  // a task group's header row folds its tasks away; the visible rows are laid out
+  // again (each row is a <g> placed by its transform). Survives the live refreshes.
+  var ganttState = { unfolded: {}, folded: {} };
+
+  function ganttKind(row) {  // its class: gantt-task, gantt-group, gantt-mapped, gantt-instance
+    var kinds = ["instance", "mapped", "group"];
+    for (var i = 0; i < kinds.length; i++) if (row.classList.contains("gantt-" + kinds[i])) return kinds[i];
+    return "task";
+  }
+
+  function layoutGantt(svg) {
+    var rowH = Number(svg.getAttribute("data-row-h")), y = Number(svg.getAttribute("data-axis-h"));
+    svg.querySelectorAll("g.gantt-row").forEach(function (row) {
+      var id = row.getAttribute("data-task-id"), kind = ganttKind(row);
+      var within = (row.getAttribute("data-in") || "").split(" ").filter(Boolean);
+      var shown = within.every(function (path) {
+        return kind === "instance" ? ganttState.unfolded[path] : !ganttState.folded[path];
+      });
+      if (kind === "instance" && shown) {  // and its task's row is not folded away
+        var task = svg.querySelector("g.gantt-mapped[data-task-id='" + CSS.escape(within[0]) + "']");
+        shown = !!task && task.getAttribute("display") !== "none";
+      }
+      if (shown) {
+        row.removeAttribute("display");
+        row.setAttribute("transform", "translate(0," + y + ")");
+        y += rowH;
+      } else {
+        row.setAttribute("display", "none");
+      }
+      var toggle = row.querySelector(".gantt-toggle");
+      if (toggle) {
+        var open = kind === "mapped" ? !!ganttState.unfolded[id] : !ganttState.folded[id];
+        toggle.setAttribute("aria-expanded", open ? "true" : "false");
+        var caret = toggle.querySelector(".caret");
+        if (caret) caret.textContent = open ? "\u25BE" : "\u25B8";
+      }
+    });
+    var height = y + Number(svg.getAttribute("data-clock-h")) + 4;
+    var box = svg.getAttribute("viewBox").split(" ");
+    svg.setAttribute("viewBox", "0 0 " + box[2] + " " + height);
+    svg.setAttribute("height", String(height));
+    var clock = svg.querySelector("g.gantt-clock");
+    if (clock) clock.setAttribute("transform", "translate(0," + (height - Number(svg.getAttribute("data-clock-h")) - 4) + ")");
+  }
+
+  function wireGantt() {
+    document.querySelectorAll("svg.gantt").forEach(function (svg) {
+      svg.querySelectorAll(".gantt-toggle").forEach(function (toggle) {
+        if (toggle.getAttribute("data-wired")) return;
+        toggle.setAttribute("data-wired", "1");
+        var row = toggle.closest("g.gantt-row");
+        var id = row.getAttribute("data-task-id");
+        var which = ganttKind(row) === "mapped" ? ganttState.unfolded : ganttState.folded;
+        function flip(ev) {
+          ev.preventDefault();
+          which[id] = !which[id];
+          layoutGantt(svg);
+        }
+        toggle.addEventListener("click", flip);
+        toggle.addEventListener("keydown", function (ev) {
+          if (ev.key === "Enter" || ev.key === " ") flip(ev);
+        });
+      });
+      layoutGantt(svg);
+    });
   }
 
   // Task groups (issue 14): a group's header row in the grid opens and closes on click
@@ -375,6 +445,10 @@
     }
     old.querySelectorAll(".log-section").forEach(function (section) {
       var other = doc.getElementById(section.id);
+      var facts = section.querySelector(".try-facts"), freshFacts = other && other.querySelector(".try-facts");
+      if (facts && freshFacts && facts.innerHTML !== freshFacts.innerHTML) {  // the try ended
+        facts.replaceWith(document.importNode(freshFacts, true));
+      }
       if (other && !section.querySelector("pre.log") && other.querySelector("pre.log")) {
         var node = document.importNode(other, true);
         node.hidden = section.hidden;
@@ -487,13 +561,50 @@
     });
   }
 
+  // The grid's filters (issue 27): a choice applies at once (the button stays, for
+  // keyboards and for pages without scripts).
+  function wireGridFilters() {
+    document.querySelectorAll("form.grid-filters select:not([data-wired])").forEach(function (select) {
+      select.setAttribute("data-wired", "1");
+      select.addEventListener("change", function () { select.form.submit(); });
+    });
+  }
+
+  // The grid's keyboard (issue 27): the arrow keys move between cells (a row's cells
+  // are its runs; up and down skip rows folded away), Enter opens the focused one. One
+  // listener on the document, so live refreshes need no re-wiring.
+  document.addEventListener("keydown", function (ev) {
+    var cell = ev.target;
+    if (!cell.matches || !cell.matches("table.grid a.cell")) return;
+    var td = cell.closest("td"), tr = td.parentNode, column = Array.prototype.indexOf.call(tr.children, td);
+    var target = null;
+    if (ev.key === "ArrowLeft" || ev.key === "ArrowRight") {
+      var step = ev.key === "ArrowLeft" ? -1 : 1;
+      for (var i = column + step; i > 0 && i < tr.children.length && !target; i += step) {
+        target = tr.children[i].querySelector("a.cell");
+      }
+    } else if (ev.key === "ArrowUp" || ev.key === "ArrowDown") {
+      var row = ev.key === "ArrowUp" ? tr.previousElementSibling : tr.nextElementSibling;
+      while (row && !target) {
+        if (row.offsetParent !== null && row.children[column]) target = row.children[column].querySelector("a.cell");
+        row = ev.key === "ArrowUp" ? row.previousElementSibling : row.nextElementSibling;
+      }
+    } else {
+      return;
+    }
+    ev.preventDefault();
+    if (target) target.focus();
+  });
+
   document.addEventListener("DOMContentLoaded", function () {
     wireAutoSubmit();
     wireCalendar();
+    wireGridFilters();
     wireJsonEditors();
     wireConfirms();
     wireCheckAll();
     wireGroups();
+    wireGantt();
     wireLogs();
     followLogs();
     poll();

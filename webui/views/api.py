@@ -16,6 +16,7 @@ from .. import dag_list as listing
 from .. import data, mapped
 from ..current import get_log_mask, get_settings, get_store, now
 from ..formatting import iso
+from ..grid_view import GridQuery, read_run_filters
 from ..inputs import choice_arg, int_arg, text_arg
 from ..log_view import MAX_QUERY, render_lines
 from ..logs import find_try, read_try_log, search_try_log, view_try_log
@@ -110,7 +111,9 @@ def runs(dag_id: str) -> Response:
 def grid(dag_id: str) -> Response:
     store = get_store()
     spec = store.current_spec(dag_id)
-    runs_, cells = data.grid(store, dag_id, limit=_limit(data.GRID_RUNS))
+    state, kind = read_run_filters()  # issue 27: the page's grid filters
+    query = GridQuery(run_state=state, run_type=kind)
+    runs_, cells = data.grid(store, dag_id, limit=_limit(data.GRID_RUNS), query=query)
     by_run: dict[str, dict[str, Any]] = {r.run_id: {} for r in runs_}
     for (rid, t), c in cells.items():  # one pass over the cells, not one per run
         by_run[rid][t] = {"state": c.state, "try_number": c.try_number}
@@ -176,7 +179,9 @@ def task_instance(run_id: str, task_id: str, map_index: int | None = None) -> Re
     return jsonify(
         ctx["ti"].to_dict()
         | {
-            "tries": [t.to_dict() for t in ctx["tries"]],
+            "tries": [  # how each ended, as the page's tabs say it (issue 27)
+                t.to_dict() | {"exit_reason": ctx["exits"][t.try_number]} for t in ctx["tries"]
+            ],
             "rendered_command": ctx["command"] or None,
             "upstream_results": ctx["results"],
             "result": ctx["result"],

@@ -7,6 +7,7 @@ from flask import Blueprint, render_template, request
 from .. import dag_list as listing
 from .. import data
 from ..current import get_layouts, get_store, now
+from ..grid_view import RUN_TYPES, RUNS_SHOWN, read_grid_query
 from ..inputs import MAX_INT, int_arg
 from ..params_form import fields_for
 
@@ -35,6 +36,7 @@ def dag_detail(dag_id: str) -> str:
         state=request.args.get("state", ""),
         page=int_arg("page", 1, hi=MAX_PAGE) or 1,
         expand=request.args.get("expand", ""),  # issue 27: the graph's open task groups
+        query=read_grid_query(),  # issue 27: runs shown, run state and run type
     )
     return render_template(
         "dag_detail.html",
@@ -42,6 +44,8 @@ def dag_detail(dag_id: str) -> str:
             ctx["spec"].params, ctx["spec"].param_schemas, ctx["spec"].required_params
         ),
         asset_reasons=get_store().asset_reasons(dag_id, now()),  # issue 15
+        runs_shown=RUNS_SHOWN,
+        run_types=list(RUN_TYPES),
         **ctx,
     )
 

@@ -12,7 +12,7 @@ ROUTES: list[tuple[str, str, str, tuple[str, ...], dict[str, str]]] = [
     ("get", "/dags", "DAGs with schedule in words and recent runs; state, tag, q filter, sort/order sort, page/per_page page (unpaged without them)", ("state", "tag", "q", "sort", "order", "page", "per_page"), {}),
     ("get", "/dags/{dag_id}", "One DAG: params, tasks, schedule preview", (), {}),
     ("get", "/dags/{dag_id}/runs", "A page of runs, newest first", ("state", "limit", "offset"), {}),
-    ("get", "/dags/{dag_id}/grid", "Latest runs x tasks", ("limit",), {}),
+    ("get", "/dags/{dag_id}/grid", "Latest runs x tasks; run_state, run_type filter the runs", ("limit", "run_state", "run_type"), {}),
     ("get", "/dags/{dag_id}/summary", "Latest runs with task states counted: cheap to poll", ("limit",), {}),
     ("get", "/dags/{dag_id}/calendar", "A year of the DAG's runs counted by state per day of its timezone", ("year",), {}),
     ("get", "/runs/{run_id}", "A run with its task instances and tries", (), {}),

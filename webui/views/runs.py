@@ -70,6 +70,7 @@ def _task_page(run_id: str, task_id: str, map_index: int | None) -> str:
         timedelta(seconds=settings.lease_seconds),
         map_index,
         mask=get_log_mask(),
+        each_try=True,
     )
     return render_template("task.html", **ctx)
 

@@ -268,18 +268,24 @@ class DagPagesStore(StoreBase):
         return runs, total
 
     def dag_grid(
-        self, dag_id: str, *, limit: int
+        self, dag_id: str, *, limit: int, state: str | None = None, run_type: str | None = None
     ) -> tuple[list[RunRecord], dict[tuple[str, str], Cell], MappedCells]:
-        """The latest ``limit`` runs (oldest first), the cells of their unmapped task
-        instances by (run_id, task_id), and their mapped tasks' instances counted by
-        state in the database (``webui.mapped.add_mapped_cells`` makes those cells)."""
+        """The latest ``limit`` runs (oldest first; only those in ``state`` and of
+        ``run_type`` when given), the cells of their unmapped task instances by (run_id,
+        task_id), and their mapped tasks' instances counted by state in the database
+        (``webui.mapped.add_mapped_cells`` makes those cells)."""
         r, ti = m.dag_runs, m.task_instances
         cells: dict[tuple[str, str], Cell] = {}
         mapped: MappedCells = {}
+        which = [r.c.dag_id == dag_id]
+        if state:
+            which.append(r.c.state == state)
+        if run_type:
+            which.append(r.c.run_type == run_type)
         with self.read() as conn:
             rows = conn.execute(
                 select(r)
-                .where(r.c.dag_id == dag_id)
+                .where(*which)
                 .order_by(r.c.logical_date.desc(), r.c.id.desc())
                 .limit(limit)
             ).all()

@@ -32,6 +32,7 @@ class TaskLine(NamedTuple):
     start_date: datetime | None
     end_date: datetime | None
     map_index: int = -1
+    ready_at: datetime | None = None  # when a retry or the next poke is due (the Gantt)
 
 
 class TryLine(NamedTuple):
@@ -43,6 +44,7 @@ class TryLine(NamedTuple):
     start_date: datetime
     end_date: datetime | None
     map_index: int = -1
+    lost_reason: str | None = None  # a lost try is queued again at once: no back-off
 
 
 class MappedLine(NamedTuple):
@@ -124,6 +126,35 @@ class RunPagesStore(StoreBase):
                 .group_by(tries.c.task_id, tries.c.state)
             ).all()  # fmt: skip
         return [TryLine._make(row) for row in plain], [MappedTries._make(row) for row in grouped]
+
+    def instance_lines(
+        self, run_id: str, task_ids: list[str], limit: int
+    ) -> tuple[list[TaskLine], list[TryLine]]:
+        """The first ``limit`` instances (map index 0..limit-1) of each mapped task in
+        ``task_ids`` and their tries: the Gantt chart's rows per instance, read through
+        the unique key (run_pk, task_id, map_index), whatever the task's width."""
+        if not task_ids:
+            return [], []
+        ti, tries = m.task_instances, m.task_tries
+        which = (
+            ti.c.run_id == run_id,
+            ti.c.task_id.in_(sorted(task_ids)),
+            ti.c.map_index >= 0,
+            ti.c.map_index < limit,
+        )
+        with self.read() as conn:
+            lines = conn.execute(
+                select(*[ti.c[name] for name in TaskLine._fields])
+                .where(*which)
+                .order_by(ti.c.task_id, ti.c.map_index)
+            ).all()
+            ids = select(ti.c.id).where(*which).scalar_subquery()
+            found = conn.execute(
+                select(*[tries.c[name] for name in TryLine._fields])
+                .where(tries.c.ti_id.in_(ids))
+                .order_by(tries.c.id)
+            ).all()
+        return [TaskLine._make(r) for r in lines], [TryLine._make(r) for r in found]
 
     def run_tries(self, run_id: str) -> list[TryRecord]:
         """Every try of every task of a run (through the task instances' index)."""
