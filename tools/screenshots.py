@@ -109,8 +109,9 @@ def wait_for_runs(state: Path, proc: subprocess.Popen, timeout: float = 120) -> 
     raise SystemExit(f"no successful run of {', '.join(missing)} within {timeout:.0f} s")
 
 
-def views(base: str, runs: dict[str, str]) -> dict[str, tuple[str, Callable[[object], None]]]:
-    """name -> (path, what to do on the page before the picture)."""
+def views(base: str, runs: dict[str, str]) -> dict[str, tuple[str, Callable, str | None]]:
+    """name -> (path, what to do on the page before the picture, the element to picture
+    alone, or None for the window)."""
 
     def nothing(page: object) -> None:
         return None
@@ -123,16 +124,29 @@ def views(base: str, runs: dict[str, str]) -> dict[str, tuple[str, Callable[[obj
         if days.count():
             days.first.click()
 
+    def open_group(page: object) -> None:
+        group = page.locator("svg.graph .group-node")  # type: ignore[attr-defined]
+        if group.count():
+            group.first.click()
+            page.wait_for_timeout(500)  # type: ignore[attr-defined]
+
     report = runs["nightly_report"]
+    flaky = f"/runs/{runs['flaky']}/tasks/call_api"
     return {
-        "dag_list": ("/", nothing),
-        "dag_page": ("/dags/nightly_report", nothing),
-        "run_graph": (f"/runs/{report}", nothing),
-        "task_page": (f"/runs/{runs['flaky']}/tasks/call_api", nothing),
-        "mapped_instances": (f"/runs/{runs['fan_out']}", nothing),
-        "calendar": ("/dags/heartbeat_check/calendar", first_day),
-        "lineage": ("/assets/lineage", nothing),
-        "dag_page_dark": ("/dags/nightly_report", dark),
+        "dag_list": ("/", nothing, None),
+        "dag_page": ("/dags/nightly_report", nothing, None),
+        "run_graph": (f"/runs/{report}", nothing, None),
+        "task_page": (flaky, nothing, None),
+        "mapped_instances": (f"/runs/{runs['fan_out']}", nothing, None),
+        "calendar": ("/dags/heartbeat_check/calendar", first_day, None),
+        "lineage": ("/assets/lineage", nothing, None),
+        "dag_page_dark": ("/dags/nightly_report", dark, None),
+        # one part of a page each, for docs/webui.md's sections
+        "grid": ("/dags/flaky", nothing, "table.grid"),
+        "graph": (f"/runs/{runs['fan_out']}", open_group, ".graph-card"),
+        "gantt": (f"/runs/{runs['flaky']}", nothing, ".gantt-card"),
+        "tries": (flaky, nothing, ".error-view, .table-wrap"),
+        "log": (flaky, nothing, ".log-section"),
     }
 
 
@@ -146,7 +160,7 @@ def shoot(base: str, runs: dict[str, str], out: Path, only: set[str] | None) -> 
             executable_path=CHROMIUM, args=["--headless", "--no-sandbox", "--disable-gpu"]
         )
         try:
-            for name, (path, prepare) in views(base, runs).items():
+            for name, (path, prepare, part) in views(base, runs).items():
                 if only and name not in only:
                     continue
                 page = browser.new_page(viewport=VIEWPORT)
@@ -156,7 +170,10 @@ def shoot(base: str, runs: dict[str, str], out: Path, only: set[str] | None) -> 
                 prepare(page)
                 page.wait_for_timeout(300)  # the toggle's and the graph's scripts settle
                 target = out / f"{name}.png"
-                page.screenshot(path=str(target), full_page=False)
+                if part is None:
+                    page.screenshot(path=str(target), full_page=False)
+                else:
+                    page.locator(part).first.screenshot(path=str(target))
                 made.append(target)
                 page.close()
         finally:
