@@ -45,8 +45,8 @@ def test_the_readme_pictures_are_views_the_script_draws():
     assert {"dag_list", "dag_page", "run_graph", "task_page", "calendar", "lineage"} <= names
     assert {"grid", "graph", "gantt", "tries", "log", "dag_page_dark"} <= names
     webui = (ROOT / "docs" / "webui.md").read_text()
+    readme = (ROOT / "README.md").read_text()
     for name in names:  # every picture the script makes is shown in the docs
         assert f"img/{name}.png" in webui or f"docs/img/{name}.png" in readme, name
-    readme = (ROOT / "README.md").read_text()
     for picture in ("docs/img/dag_page.png", "docs/img/run_graph.png"):
         assert picture in readme and Path(ROOT, picture).name.removesuffix(".png") in names
