@@ -1,11 +1,11 @@
-"""Airflow's example_dynamic_task_mapping (both DAGs), with only its imports changed
+"""Airflow's example_dynamic_task_mapping (both DAGs), with its Airflow imports
 (``from airflow.sdk import DAG, task``)."""
 
 from __future__ import annotations
 
 from datetime import datetime
 
-from orchestrator.airflow import DAG, task
+from airflow.sdk import DAG, task
 
 with DAG(
     dag_id="example_dynamic_task_mapping", schedule=None, start_date=datetime(2022, 3, 4)

@@ -1,4 +1,4 @@
-"""Airflow's example_sensors, with only its imports changed
+"""Airflow's example_sensors, with its Airflow imports
 (``airflow.providers.standard.sensors.*``, ``airflow.sdk``). BashSensor and
 DayOfWeekSensor are left out (not supported here); the file the FileSensor waits for
 is relative (read from the DAG file's folder, where the BashOperator runs), and the
@@ -6,16 +6,14 @@ TimeSensors' targets are fixed times of the run's day instead of ``now()``."""
 
 import datetime
 
-from orchestrator.airflow import (
-    DAG,
-    BashOperator,
-    DateTimeSensor,
-    FileSensor,
-    PythonSensor,
-    TimeDeltaSensor,
-    TimeSensor,
-    TriggerRule,
-)
+from airflow.models.dag import DAG
+from airflow.operators.bash import BashOperator
+from airflow.sensors.date_time import DateTimeSensor
+from airflow.sensors.filesystem import FileSensor
+from airflow.sensors.python import PythonSensor
+from airflow.sensors.time_delta import TimeDeltaSensor
+from airflow.sensors.time_sensor import TimeSensor
+from airflow.utils.trigger_rule import TriggerRule
 
 
 def success_callable():

@@ -1,11 +1,14 @@
-"""Airflow's example_task_group, with only its imports changed
+"""Airflow's example_task_group, with its Airflow imports
 (``from airflow.sdk import DAG, TaskGroup``, ``airflow.providers.standard.operators.*``)."""
 
 from __future__ import annotations
 
 from datetime import datetime
 
-from orchestrator.airflow import DAG, BashOperator, EmptyOperator, TaskGroup
+from airflow.models.dag import DAG
+from airflow.operators.bash import BashOperator
+from airflow.operators.empty import EmptyOperator
+from airflow.utils.task_group import TaskGroup
 
 # [START howto_task_group]
 with DAG(

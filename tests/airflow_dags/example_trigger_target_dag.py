@@ -1,10 +1,11 @@
-"""Airflow's example_trigger_target_dag, with only its imports changed; its conf key
+"""Airflow's example_trigger_target_dag, with its Airflow imports; its conf key
 is declared as a param (``params={"message": None}``): conf keys that are not params
 are refused here (docs/porting.md)."""
 
 from datetime import datetime
 
-from orchestrator.airflow import DAG, BashOperator, task
+from airflow.providers.standard.operators.bash import BashOperator
+from airflow.sdk import DAG, task
 
 
 @task(task_id="run_this")
