@@ -774,3 +774,57 @@ def test_catchup_and_backfill_create_give_one_run_per_day(
         assert out == {"print_date": day, "report": f"{r.run_id} {day} {day}"}
     spec = harness.store.spec(dag_id, harness.store.get_dag(dag_id).version_hash)
     assert spec.tasks["print_date"].depends_on_past and spec.tasks["report"].retries == 1
+
+
+def test_skip_dag_joins_a_skip_by_all_success_and_by_one_success(harness: Harness, write_dag):
+    _load(harness, write_dag, "example_skip_dag.py")
+    run, tis = _run(harness, "example_skip_dag")
+    assert {t: str(ti.state) for t, ti in tis.items()} == {
+        "skip_operator_1": "skipped",  # raise AirflowSkipException
+        "always_true_1": "success",
+        "all_success": "skipped",  # a skipped upstream skips all_success
+        "final_1": "skipped",
+        "skip_operator_2": "skipped",
+        "always_true_2": "success",
+        "one_success": "success",
+        "final_2": "success",
+    }
+    assert run.state == "success"  # skipped leaves do not fail a run
+
+
+def test_params_trigger_ui_validates_the_conf_and_branches_the_mapped_greetings(
+    harness: Harness, write_dag, settings, monkeypatch, capsys
+):
+    from orchestrator.cli import main
+    from orchestrator.errors import ParamValidationError
+
+    _load(harness, write_dag, "example_params_trigger_ui.py")
+    dag_id = "example_params_trigger_ui"
+    conf = {"names": ["Ana", "Bo"], "german": False}
+    run, tis = _run(harness, dag_id, conf)
+    assert {t: str(ti.state) for t, ti in tis.items()} == {
+        "select_languages": "success",
+        "get_names": "success",
+        "generate_english_greeting": "success",
+        "generate_german_greeting": "skipped",  # the branch did not follow it
+        "generate_french_greeting": "success",
+        "print_greetings": "success",  # all_done
+    }
+    assert run.state == "success"
+    ids = ["generate_english_greeting", "generate_french_greeting"]
+    assert _results(harness, run.run_id, ids) == {
+        "generate_english_greeting": ["Hello Ana!", "Hello Bo!"],
+        "generate_french_greeting": ["Bonjour Ana!", "Bonjour Bo!"],
+    }
+    run, _ = _run(harness, dag_id)  # the params' defaults: three names, three languages
+    assert run.state == "success"
+    out = _results(harness, run.run_id, ["generate_german_greeting"])
+    assert out["generate_german_greeting"][2] == "Sehr geehrter Herr/Frau Thomas."
+    with pytest.raises(ParamValidationError, match="english"):
+        harness.store.trigger_run(dag_id, harness.clock.now(), conf={"english": "yes"})
+    for key in ("database_url", "dags_folder", "state_dir"):
+        monkeypatch.setenv(f"ORCHESTRATOR_{key.upper()}", getattr(settings, key))
+    capsys.readouterr()
+    assert main(["dags", "trigger", dag_id, "-c", '{"names": "Linda"}']) != 0  # not an array
+    assert "names" in capsys.readouterr().err
+    assert len(harness.store.list_runs(dag_id)) == 2  # neither bad conf made a run
