@@ -1,6 +1,6 @@
 """Airflow's sensors in ``mode="reschedule"`` (a poke per ``poke_interval``, no worker
 slot held in between), as its sensor docs write them: FileSensor, TimeDeltaSensor,
-DateTimeSensor (one met, one that times out softly), PythonSensor, HttpSensor against a
+TimeSensor, DateTimeSensor (one met, one that times out softly), PythonSensor, HttpSensor against a
 connection (one met, one answered 404 until its timeout) and ExternalTaskSensor (in
 poke mode) waiting for another DAG's task; Airflow's own imports."""
 
@@ -16,6 +16,7 @@ from airflow.providers.standard.sensors.date_time import DateTimeSensor
 from airflow.providers.standard.sensors.external_task import ExternalTaskSensor
 from airflow.providers.standard.sensors.filesystem import FileSensor
 from airflow.providers.standard.sensors.python import PythonSensor
+from airflow.providers.standard.sensors.time import TimeSensor
 from airflow.providers.standard.sensors.time_delta import TimeDeltaSensor
 from airflow.sdk import DAG
 
@@ -52,6 +53,12 @@ with DAG(
         task_id="wait_half_an_hour",
         delta=datetime.timedelta(minutes=30),
         poke_interval=5 * 60,
+        mode="reschedule",
+    )
+    half_past_midnight = TimeSensor(
+        task_id="half_past_midnight",
+        target_time=datetime.time(0, 30),
+        poke_interval=10 * 60,
         mode="reschedule",
     )
     past_date = DateTimeSensor(
@@ -106,6 +113,7 @@ with DAG(
     [
         wait_for_file,
         wait_half_an_hour,
+        half_past_midnight,
         past_date,
         date_far_ahead,
         wait_for_flag,

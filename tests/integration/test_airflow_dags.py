@@ -650,7 +650,7 @@ def test_mapped_classic_operators_map_over_lists_results_and_cross_products(
 def test_sensors_in_reschedule_mode_wait_on_the_clock_and_meet_or_time_out(
     harness: Harness, write_dag, dags_dir, monkeypatch
 ):
-    from datetime import timedelta
+    from datetime import UTC, datetime, timedelta
 
     from tests.integration.test_http_tasks import Server
 
@@ -669,6 +669,7 @@ def test_sensors_in_reschedule_mode_wait_on_the_clock_and_meet_or_time_out(
         assert tis == {
             "wait_for_file": "up_for_reschedule",  # no file yet
             "wait_half_an_hour": "up_for_reschedule",  # 30 minutes after the interval
+            "half_past_midnight": "up_for_reschedule",  # 00:30 of the interval's last day
             "past_date": "success",  # its target is the data interval's end: passed
             "date_far_ahead": "up_for_reschedule",
             "wait_for_flag": "up_for_reschedule",
@@ -690,6 +691,7 @@ def test_sensors_in_reschedule_mode_wait_on_the_clock_and_meet_or_time_out(
     assert {t: str(ti.state) for t, ti in instances.items()} == {
         "wait_for_file": "success",
         "wait_half_an_hour": "success",
+        "half_past_midnight": "success",
         "past_date": "success",
         "date_far_ahead": "skipped",  # soft_fail past its timeout
         "wait_for_flag": "success",
@@ -701,7 +703,9 @@ def test_sensors_in_reschedule_mode_wait_on_the_clock_and_meet_or_time_out(
     assert run.state == "success"
     for sensor in ("wait_for_file", "wait_half_an_hour", "wait_for_flag", "never_found"):
         assert instances[sensor].try_number == 1, sensor  # a reschedule is not a retry
-    assert instances["wait_half_an_hour"].end_date >= start + timedelta(minutes=30)
+    assert start == datetime(2026, 1, 1, tzinfo=UTC)  # the fake clock: 00:00
+    for sensor in ("wait_half_an_hour", "half_past_midnight"):
+        assert instances[sensor].end_date >= start + timedelta(minutes=30), sensor
     assert instances["never_found"].end_date >= start + timedelta(minutes=30)
     pokes_404 = [r for r in server.requests if r["path"] == "/status/404"]
     assert 2 <= len(pokes_404) <= 8  # a poke every 5 minutes for 30 minutes
