@@ -149,11 +149,17 @@ def _with_override(
     made: Any, maker: Callable[..., Any], fn: Any, options: dict, kind: str, extra: frozenset
 ) -> Any:
     """A task decorated inside a DAG gets Airflow's ``.override(task_id=..., ...)``: a
-    new task from the same function with those options; the decorated one, if it is
-    never called nor wired, is then dropped as a template (as a copied task is)."""
+    new task from the same function with those options (without ``task_id=``: the next
+    free ``t__n``, the decorated one holding ``t``); the decorated one, if it is never
+    called nor wired, is then dropped as a template (as a copied task is)."""
 
     def override(**changes: Any) -> Any:
         made.copied = True  # authoring/taskflow.drop_templates drops it when unused
+        if "task_id" not in changes:
+            prefix, base, n = made.task_id[: -len(made.base_id)], made.base_id, 1
+            while f"{prefix}{base}__{n}" in made.dag.tasks:
+                n += 1
+            changes = {**changes, "task_id": f"{base}__{n}"}
         deferred = _Deferred(maker, fn, options, kind, extra).override(**changes)
         return _with_override(
             maker(fn, **deferred._options), maker, fn, deferred._options, kind, extra

@@ -283,6 +283,16 @@ def test_a_task_decorated_inside_a_dag_takes_override_as_airflows_does():
     assert sorted(spec) == ["no", "w", "yes"]  # the decorated, never-called ones: no task
     assert d.tasks["w"].retries == 0 and d.tasks["w"].upstream_ids == {"yes"}
     assert d.tasks["yes"].branch and d.tasks["no"].branch
+    with DAG("g", schedule=None) as g, TaskGroup("grp"):
+
+        @task
+        def step():
+            return 1
+
+        step() >> step.override(retries=3)() >> step.override(retries=2)()
+    assert sorted(g.tasks) == ["grp.step", "grp.step__1", "grp.step__2"]  # no task_id=
+    assert g.tasks["grp.step__1"].retries == 3 and g.tasks["grp.step__2"].retries == 2
+    assert g.tasks["grp.step__2"].upstream_ids == {"grp.step__1"}
     with pytest.raises(DagDefinitionError, match="retires") as info, DAG("e", schedule=None):
 
         @task
