@@ -1,5 +1,5 @@
-"""Callbacks as Airflow's docs ("Callbacks") write them, with their Airflow imports
-(``from airflow.sdk import DAG``, ``airflow.providers.standard.operators.*``); each
+"""Callbacks as Airflow's docs ("Callbacks") write them, with Airflow 2's import paths
+(``airflow.models.dag``, ``airflow.operators.*``); each
 callback appends what its context says to ``callbacks.jsonl`` beside this file."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Airflow's example_sensors, with its Airflow imports
-(``airflow.providers.standard.sensors.*``, ``airflow.sdk``). BashSensor and
+"""Airflow's example_sensors, with Airflow 2's import paths
+(``airflow.models.dag``, ``airflow.sensors.*``, ``airflow.operators.bash``). BashSensor and
 DayOfWeekSensor are left out (not supported here); the file the FileSensor waits for
 is relative (read from the DAG file's folder, where the BashOperator runs), and the
 TimeSensors' targets are fixed times of the run's day instead of ``now()``."""

@@ -1,5 +1,5 @@
-"""Airflow's example_task_group, with its Airflow imports
-(``from airflow.sdk import DAG, TaskGroup``, ``airflow.providers.standard.operators.*``)."""
+"""Airflow's example_task_group, with Airflow 2's import paths
+(``airflow.models.dag``, ``airflow.utils.task_group``, ``airflow.operators.*``)."""
 
 from __future__ import annotations
 
