@@ -320,3 +320,16 @@ def test_airflows_template_filters_are_there_and_a_dags_own_win():
         pass
     assert d.user_defined_filters["ds"] is str.upper and d.user_defined_filters["up"]
     assert d.user_defined_filters["ts_nodash"] is AIRFLOW_FILTERS["ts_nodash"]
+
+
+@pytest.mark.parametrize(
+    "sources",
+    [{"env": [{"A": "1"}]}, {"bash_command": ["echo $A"], "env": [{"A": "1"}]}],
+    ids=["env-alone", "env-beside-bash_command"],
+)
+def test_a_bash_operator_mapped_over_env_is_refused_never_dropped(sources):
+    refused = pytest.raises(
+        DagDefinitionError, match="only bash_command can be mapped here, not env"
+    )
+    with refused, DAG("d", schedule=None):
+        BashOperator.partial(task_id="x").expand(**sources)
