@@ -27,6 +27,7 @@ __all__ = ["BashOperator"]
 
 # a mapped bash_command: the item is the script, run by eval from the environment
 MAPPED_COMMAND = 'eval "{{ bash_command }}"'
+MAPPABLE = frozenset({"bash_command"})  # what .partial(...).expand(...) maps here
 
 
 class BashOperator(BaseOperator):
@@ -87,14 +88,14 @@ class BashOperator(BaseOperator):
 
     def _declare(self, dag: Any, task_id: str, options: dict[str, Any], where: Any) -> Task:
         command = self.bash_command
-        if "bash_command" in self._mapped:
-            command = MAPPED_COMMAND
-        elif self._mapped:
+        if set(self._mapped) - MAPPABLE:
             raise definition_error(
                 f"BashOperator {task_id!r}: only bash_command can be mapped here, not "
-                f"{', '.join(self._mapped)}",
+                f"{', '.join(n for n in self._mapped if n not in MAPPABLE)}",
                 where,
             )
+        if "bash_command" in self._mapped:
+            command = MAPPED_COMMAND
         if not isinstance(command, str) or not command.strip():
             raise definition_error(
                 f"BashOperator {task_id!r}: bash_command= must be a non-empty string, got "

@@ -37,6 +37,7 @@ TASK_ARGS = frozenset({"max_active_tis_per_dag", "show_return_value_in_logs"})
 SENSOR_ARGS = frozenset(
     {"poke_interval", "timeout", "mode", "soft_fail", "exponential_backoff", "max_wait"}
 )
+SHORT_CIRCUIT_ARGS = frozenset({"ignore_downstream_trigger_rules"})
 VIRTUALENV_ARGS = frozenset({"requirements", "python_version", "system_site_packages"})
 # kinds of @task we do not have, and what to use instead
 MISSING_KINDS = {
@@ -71,9 +72,9 @@ def _apply(maker: Callable[..., Any], fn: Any, kind: str, options: dict, extra=f
         made = {**picked, **_options(kind, func, options, extra)}
         owner = options.get("dag")
         if not _active and owner is None:  # a module-level @task (Airflow's)
-            return _Deferred(maker, func, made)
+            return _Deferred(maker, func, made, kind, extra)
         if owner is None:
-            return maker(func, **made)
+            return _with_override(maker(func, **made), maker, func, made, kind, extra)
         _active.append(owner)  # @task(dag=d): made in d
         try:
             return maker(func, **made)
@@ -89,8 +90,16 @@ class _Deferred:
     (a second call: ``t__1``); ``.override(task_id=...)``, ``.partial``, ``.expand`` and
     ``.function`` as in Airflow. Outside any DAG it calls the function itself."""
 
-    def __init__(self, maker: Callable[..., Any], fn: Callable[..., Any], options: dict) -> None:
+    def __init__(
+        self,
+        maker: Callable[..., Any],
+        fn: Callable[..., Any],
+        options: dict,
+        kind: str = "@task",
+        extra: frozenset[str] = frozenset(),
+    ) -> None:
         self._maker, self.function, self._options = maker, fn, options
+        self._kind, self._extra = kind, extra
         self._made: dict[int, Any] = {}
         functools.update_wrapper(self, fn)
 
@@ -110,11 +119,16 @@ class _Deferred:
     def override(self, **options: Any) -> _Deferred:
         """The same function with other task options (``task_id=``, ``retries=``...)."""
         where = caller()
-        _args.check_known("override()", options.get("task_id"), options, TASK_ARGS, where)
-        own = _args.task_options("override()", options, where)
+        kind = f"{self._kind} override()"
+        accepted = TASK_ARGS | self._extra
+        _args.check_known(kind, options.get("task_id"), options, accepted, where)
+        picked = {k: v for k, v in options.items() if k in self._extra}
+        own = {k: v for k, v in options.items() if k not in self._extra}
+        own = _args.task_options(kind, own, where)
         if "task_id" in options:
             own["task_id"] = options["task_id"]
-        return _Deferred(self._maker, self.function, {**self._options, **own})
+        made = {**self._options, **own, **picked}
+        return _Deferred(self._maker, self.function, made, self._kind, self._extra)
 
     def partial(self, **fixed: Any) -> Any:
         return self._in_dag("partial").partial(**fixed)
@@ -129,6 +143,30 @@ class _Deferred:
         if not _active:
             raise definition_error(f"{self.function.__name__}.{what}() is called outside a DAG")
         return self._task()
+
+
+def _with_override(
+    made: Any, maker: Callable[..., Any], fn: Any, options: dict, kind: str, extra: frozenset
+) -> Any:
+    """A task decorated inside a DAG gets Airflow's ``.override(task_id=..., ...)``: a
+    new task from the same function with those options (without ``task_id=``: the next
+    free ``t__n``, the decorated one holding ``t``); the decorated one, if it is never
+    called nor wired, is then dropped as a template (as a copied task is)."""
+
+    def override(**changes: Any) -> Any:
+        made.copied = True  # authoring/taskflow.drop_templates drops it when unused
+        if "task_id" not in changes:
+            prefix, base, n = made.task_id[: -len(made.base_id)], made.base_id, 1
+            while f"{prefix}{base}__{n}" in made.dag.tasks:
+                n += 1
+            changes = {**changes, "task_id": f"{base}__{n}"}
+        deferred = _Deferred(maker, fn, options, kind, extra).override(**changes)
+        return _with_override(
+            maker(fn, **deferred._options), maker, fn, deferred._options, kind, extra
+        )
+
+    made.override = override
+    return made
 
 
 class _TaskDecorators:
@@ -149,6 +187,9 @@ class _TaskDecorators:
         (their downstream follow by trigger rule)."""
 
         def make(func: Callable[..., Any], **opts: Any) -> Any:
+            ignore = opts.pop("ignore_downstream_trigger_rules", True)
+            if not isinstance(ignore, bool):
+                raise definition_error("ignore_downstream_trigger_rules must be True or False")
             holder: dict[str, Any] = {}
 
             @functools.wraps(func)
@@ -162,7 +203,8 @@ class _TaskDecorators:
 
         if not isinstance(ignore_downstream_trigger_rules, bool):
             raise definition_error("ignore_downstream_trigger_rules must be True or False")
-        return _apply(make, python_callable, "@task.short_circuit", options)
+        options["ignore_downstream_trigger_rules"] = ignore_downstream_trigger_rules
+        return _apply(make, python_callable, "@task.short_circuit", options, SHORT_CIRCUIT_ARGS)
 
     def sensor(self, python_callable: Any = None, **options: Any) -> Any:
         """``@task.sensor``: Airflow's defaults (``poke_interval=60``, ``mode="poke"``)."""

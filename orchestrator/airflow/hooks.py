@@ -18,6 +18,7 @@ credentials, it does not write them (``orchestrator variables set``).
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from orchestrator.authoring.context_names import current_try
@@ -38,6 +39,15 @@ def _context(what: str) -> Any:
             "({{ var.value.name }}, {{ conn.name.host }})"
         )
     return found[0]
+
+
+def _as_airflow_reads_it(conn: _Connection) -> _Connection:
+    """The connection with the ``conn_type`` Airflow gives a URI's scheme: a
+    ``postgresql://`` URI is ``conn_type="postgres"``, a ``-`` in the scheme is ``_``
+    (``google-cloud-platform://`` -> ``google_cloud_platform``), as Airflow's
+    ``Connection`` parses ``AIRFLOW_CONN_*`` URIs; what code compares it with."""
+    kind = "postgres" if conn.conn_type == "postgresql" else conn.conn_type.replace("-", "_")
+    return conn if kind == conn.conn_type else dataclasses.replace(conn, conn_type=kind)
 
 
 class Variable:
@@ -92,7 +102,7 @@ class Connection(_Connection):
     @classmethod
     def get(cls, conn_id: str) -> _Connection:
         """Connection ``conn_id`` of the worker's chain (in a task)."""
-        return _context(f"Connection.get({conn_id!r})").connection(conn_id)
+        return _as_airflow_reads_it(_context(f"Connection.get({conn_id!r})").connection(conn_id))
 
 
 class BaseHook:
@@ -104,4 +114,5 @@ class BaseHook:
     @classmethod
     def get_connection(cls, conn_id: str) -> _Connection:
         """Connection ``conn_id``: its password and extra are masked in the try's log."""
-        return _context(f"BaseHook.get_connection({conn_id!r})").connection(conn_id)
+        ctx = _context(f"BaseHook.get_connection({conn_id!r})")
+        return _as_airflow_reads_it(ctx.connection(conn_id))

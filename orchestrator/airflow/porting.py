@@ -255,6 +255,10 @@ def _check_result(report: PortReport, original: Any) -> None:
         if not isinstance(node, ast.Call):
             continue
         func = node.func
+        mapped = _mapped_problem(node, names)
+        if mapped:
+            report.problems.append(f"line {original(node.lineno)}: {mapped}")
+            continue
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
             if names.get(func.value.id) == "task" and func.attr in MISSING_KINDS:
                 report.problems.append(
@@ -270,6 +274,41 @@ def _check_result(report: PortReport, original: Any) -> None:
             why = _refused(name, arg)
             if why:
                 report.problems.append(f"line {original(node.lineno)}: {name}({arg}=...): {why}")
+
+
+def _mapped_problem(node: ast.Call, names: dict[str, str]) -> str | None:
+    """Why ``Op.partial(...).expand(...)`` / ``.expand_kwargs(...)`` of a classic
+    operator does not map here (None: it does, or it is not such a call)."""
+    func = node.func
+    if not (isinstance(func, ast.Attribute) and func.attr in ("expand", "expand_kwargs")):
+        return None
+    inner = func.value
+    if not (
+        isinstance(inner, ast.Call)
+        and isinstance(inner.func, ast.Attribute)
+        and inner.func.attr == "partial"
+        and isinstance(inner.func.value, ast.Name)
+        and inner.func.value.id in names
+    ):
+        return None
+    name = names[inner.func.value.id]
+    if not hasattr(getattr(target, name, None), "own_args"):
+        return None
+    if func.attr == "expand_kwargs":
+        return (
+            f"{name}.partial(...).expand_kwargs() is not supported here: use "
+            "expand(field=[...]) or a @task mapped with expand_kwargs"
+        )
+    if name == "BashOperator":
+        from orchestrator.airflow.bash import MAPPABLE
+
+        other = [k.arg for k in node.keywords if k.arg is not None and k.arg not in MAPPABLE]
+        if other:
+            return (
+                f"BashOperator.partial(...).expand({other[0]}=...): only bash_command can "
+                "be mapped here: map the commands, or a @task.bash"
+            )
+    return None
 
 
 def _refused(name: str, arg: str) -> str | None:

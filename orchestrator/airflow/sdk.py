@@ -70,6 +70,36 @@ DAG_UNSUPPORTED = {
 }
 
 
+def _ds(value: datetime | None) -> str | None:
+    return None if value is None else value.strftime("%Y-%m-%d")
+
+
+def _ds_nodash(value: datetime | None) -> str | None:
+    return None if value is None else value.strftime("%Y%m%d")
+
+
+def _ts(value: datetime | None) -> str | None:
+    return None if value is None else value.isoformat()
+
+
+def _ts_nodash(value: datetime | None) -> str | None:
+    return None if value is None else value.strftime("%Y%m%dT%H%M%S")
+
+
+def _ts_nodash_with_tz(value: datetime | None) -> str | None:
+    return None if value is None else value.isoformat().replace("-", "").replace(":", "")
+
+
+# the filters every Airflow template has (airflow/templates.py): {{ data_interval_end | ds }}
+AIRFLOW_FILTERS: dict[str, Callable[[Any], Any]] = {
+    "ds": _ds,
+    "ds_nodash": _ds_nodash,
+    "ts": _ts,
+    "ts_nodash": _ts_nodash,
+    "ts_nodash_with_tz": _ts_nodash_with_tz,
+}
+
+
 def _translate_dag_options(dag_id: Any, options: dict[str, Any], where: Any) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name, value in options.items():
@@ -78,6 +108,7 @@ def _translate_dag_options(dag_id: Any, options: dict[str, Any], where: Any) -> 
                 f"DAG {dag_id!r}: {name}= is not supported here: {DAG_UNSUPPORTED[name]}", where
             )
         out[DAG_ARGS.get(name, name)] = value
+    out["user_defined_filters"] = {**AIRFLOW_FILTERS, **(out.get("user_defined_filters") or {})}
     start = out.get("start_date")
     if start is None:
         start = (out.get("default_args") or {}).get("start_date")

@@ -1,21 +1,19 @@
 """Airflow's classic operators, as its example DAGs write them
 (example_python_operator, example_branch_operator, example_short_circuit_operator,
-example_bash_operator, example_dynamic_task_mapping, a custom operator), with only
-the imports changed (``airflow.providers.standard.operators.*``, ``airflow.sdk``)."""
+example_bash_operator, example_dynamic_task_mapping, a custom operator), with
+their Airflow imports (``airflow.providers.standard.operators.*``, ``airflow.sdk``)."""
 
 from datetime import datetime
 
-from orchestrator.airflow import (
-    DAG,
-    BaseOperator,
-    BashOperator,
+from airflow.providers.standard.operators.bash import BashOperator
+from airflow.providers.standard.operators.empty import EmptyOperator
+from airflow.providers.standard.operators.python import (
     BranchPythonOperator,
-    EmptyOperator,
     PythonOperator,
     ShortCircuitOperator,
-    TriggerRule,
-    chain,
 )
+from airflow.sdk import DAG, BaseOperator, chain
+from airflow.utils.trigger_rule import TriggerRule
 
 
 class HelloOperator(BaseOperator):

@@ -1,5 +1,5 @@
-"""Airflow's asset scheduling (example_assets / example_asset_alias docs), with only the
-imports changed (``from airflow.sdk import DAG, Asset``, ``from
+"""Airflow's asset scheduling (example_assets / example_asset_alias docs), with their
+Airflow imports (``from airflow.sdk import DAG, Asset``, ``from
 airflow.providers.standard.operators.bash import BashOperator``); Airflow's example
 gives ``dag1_asset`` an ``extra`` dict, which assets here do not carry."""
 
@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from orchestrator.airflow import DAG, Asset, BashOperator
+from airflow.providers.standard.operators.bash import BashOperator
+from airflow.sdk import DAG, Asset
 
 # [START asset_def]
 dag1_asset = Asset("s3://dag1/output_1.txt")

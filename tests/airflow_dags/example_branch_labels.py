@@ -1,12 +1,14 @@
-"""Airflow's example_branch_labels and example_xcom's Python part, with only the
-imports changed (``from airflow.sdk import DAG, Label, task``,
+"""Airflow's example_branch_labels and example_xcom's Python part, with their
+Airflow imports (``from airflow.sdk import DAG, Label, task``,
 ``airflow.providers.standard.operators.*``)."""
 
 from __future__ import annotations
 
 from datetime import datetime
 
-from orchestrator.airflow import DAG, BashOperator, EmptyOperator, Label, task
+from airflow.providers.standard.operators.bash import BashOperator
+from airflow.providers.standard.operators.empty import EmptyOperator
+from airflow.sdk import DAG, Label, task
 
 with DAG(
     "example_branch_labels",

@@ -1,5 +1,5 @@
-"""Callbacks as Airflow's docs ("Callbacks") write them, with only the imports changed
-(``from airflow.sdk import DAG``, ``airflow.providers.standard.operators.*``); each
+"""Callbacks as Airflow's docs ("Callbacks") write them, with Airflow 2's import paths
+(``airflow.models.dag``, ``airflow.operators.*``); each
 callback appends what its context says to ``callbacks.jsonl`` beside this file."""
 
 from __future__ import annotations
@@ -8,7 +8,9 @@ import json
 import os
 from datetime import datetime, timedelta
 
-from orchestrator.airflow import DAG, EmptyOperator, PythonOperator
+from airflow.models.dag import DAG
+from airflow.operators.empty import EmptyOperator
+from airflow.operators.python import PythonOperator
 
 LOG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "callbacks.jsonl")
 

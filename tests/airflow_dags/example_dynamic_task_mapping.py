@@ -1,11 +1,12 @@
-"""Airflow's example_dynamic_task_mapping (both DAGs), with only its imports changed
-(``from airflow.sdk import DAG, task``)."""
+"""Airflow's example_dynamic_task_mapping (both DAGs), with Airflow 2's import paths
+(``from airflow.decorators import task``, ``from airflow.models.dag import DAG``)."""
 
 from __future__ import annotations
 
 from datetime import datetime
 
-from orchestrator.airflow import DAG, task
+from airflow.decorators import task
+from airflow.models.dag import DAG
 
 with DAG(
     dag_id="example_dynamic_task_mapping", schedule=None, start_date=datetime(2022, 3, 4)

@@ -1,17 +1,12 @@
 """Airflow's example_external_task_marker_dag (parent and child), the child waiting
 with an ExternalTaskSensor, and a ``@task.sensor`` returning ``PokeReturnValue`` as
-Airflow's docs write it; only the imports are changed."""
+Airflow's docs write it; the imports are Airflow's."""
 
 import datetime
 
-from orchestrator.airflow import (
-    DAG,
-    BaseSensorOperator,
-    EmptyOperator,
-    ExternalTaskSensor,
-    PokeReturnValue,
-    task,
-)
+from airflow.providers.standard.operators.empty import EmptyOperator
+from airflow.providers.standard.sensors.external_task import ExternalTaskSensor
+from airflow.sdk import DAG, BaseSensorOperator, PokeReturnValue, task
 
 start_date = datetime.datetime(2021, 1, 1, tzinfo=datetime.timezone.utc)  # noqa: UP017
 

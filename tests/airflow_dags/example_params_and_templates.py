@@ -1,13 +1,14 @@
 """Params with a schema, ``catchup=True`` over a daily schedule, and Variables,
 connections and macros in templates and code, as Airflow's docs (params, templates
-reference, example_passing_params_via_test_command) write them; only the imports are
-changed (``from airflow.sdk import DAG, Param, task``, ``airflow.providers.standard``)."""
+reference, example_passing_params_via_test_command) write them; the imports are Airflow's
+(``from airflow.sdk import DAG, Param, task``, ``airflow.providers.standard``)."""
 
 from __future__ import annotations
 
 import datetime
 
-from orchestrator.airflow import DAG, BashOperator, Param, task
+from airflow.providers.standard.operators.bash import BashOperator
+from airflow.sdk import DAG, Param, task
 
 with DAG(
     "example_params_and_templates",

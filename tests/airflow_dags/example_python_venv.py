@@ -1,5 +1,5 @@
 """Airflow's example_python_operator, its virtualenv and external-Python parts, with
-only the imports changed (``airflow.providers.standard.operators.python``,
+their Airflow imports (``airflow.providers.standard.operators.python``,
 ``airflow.sdk``)."""
 
 from __future__ import annotations
@@ -7,12 +7,12 @@ from __future__ import annotations
 import sys
 from datetime import datetime
 
-from orchestrator.airflow import (
-    DAG,
+from airflow.providers.standard.operators.python import (
     ExternalPythonOperator,
     PythonOperator,
     PythonVirtualenvOperator,
 )
+from airflow.sdk import DAG
 
 PATH_TO_PYTHON_BINARY = sys.executable
 

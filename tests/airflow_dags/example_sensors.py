@@ -1,21 +1,19 @@
-"""Airflow's example_sensors, with only its imports changed
-(``airflow.providers.standard.sensors.*``, ``airflow.sdk``). BashSensor and
+"""Airflow's example_sensors, with Airflow 2's import paths
+(``airflow.models.dag``, ``airflow.sensors.*``, ``airflow.operators.bash``). BashSensor and
 DayOfWeekSensor are left out (not supported here); the file the FileSensor waits for
 is relative (read from the DAG file's folder, where the BashOperator runs), and the
 TimeSensors' targets are fixed times of the run's day instead of ``now()``."""
 
 import datetime
 
-from orchestrator.airflow import (
-    DAG,
-    BashOperator,
-    DateTimeSensor,
-    FileSensor,
-    PythonSensor,
-    TimeDeltaSensor,
-    TimeSensor,
-    TriggerRule,
-)
+from airflow.models.dag import DAG
+from airflow.operators.bash import BashOperator
+from airflow.sensors.date_time import DateTimeSensor
+from airflow.sensors.filesystem import FileSensor
+from airflow.sensors.python import PythonSensor
+from airflow.sensors.time_delta import TimeDeltaSensor
+from airflow.sensors.time_sensor import TimeSensor
+from airflow.utils.trigger_rule import TriggerRule
 
 
 def success_callable():

@@ -1,11 +1,11 @@
-"""Airflow's example_setup_teardown_taskflow, with only its imports changed
+"""Airflow's example_setup_teardown_taskflow, with its Airflow imports
 (``from airflow.sdk import DAG, setup, task, task_group, teardown``)."""
 
 from __future__ import annotations
 
 from datetime import datetime
 
-from orchestrator.airflow import DAG, setup, task, task_group, teardown
+from airflow.sdk import DAG, setup, task, task_group, teardown
 
 with DAG(
     dag_id="example_setup_teardown_taskflow",

@@ -1,11 +1,14 @@
-"""Airflow's example_task_group, with only its imports changed
-(``from airflow.sdk import DAG, TaskGroup``, ``airflow.providers.standard.operators.*``)."""
+"""Airflow's example_task_group, with Airflow 2's import paths
+(``airflow.models.dag``, ``airflow.utils.task_group``, ``airflow.operators.*``)."""
 
 from __future__ import annotations
 
 from datetime import datetime
 
-from orchestrator.airflow import DAG, BashOperator, EmptyOperator, TaskGroup
+from airflow.models.dag import DAG
+from airflow.operators.bash import BashOperator
+from airflow.operators.empty import EmptyOperator
+from airflow.utils.task_group import TaskGroup
 
 # [START howto_task_group]
 with DAG(

@@ -1,12 +1,12 @@
 """Airflow's mapped task group examples (the "Mapping over a task group" section of its
-dynamic task mapping docs, and example_task_group_mapping), with only the imports
-changed (``from airflow.sdk import DAG, task, task_group``)."""
+dynamic task mapping docs, and example_task_group_mapping), with their Airflow imports
+(``from airflow.sdk import DAG, task, task_group``)."""
 
 from __future__ import annotations
 
 from datetime import datetime
 
-from orchestrator.airflow import DAG, task, task_group
+from airflow.sdk import DAG, task, task_group
 
 with DAG(
     dag_id="example_task_group_mapping", schedule=None, start_date=datetime(2022, 3, 4)

@@ -1,10 +1,11 @@
-"""Airflow's example_trigger_controller_dag, with only its imports changed
+"""Airflow's example_trigger_controller_dag, with its Airflow imports
 (``airflow.providers.standard.operators.trigger_dagrun``, ``airflow.sdk``); it waits
 for the triggered run (``wait_for_completion``) instead of running on ``@once``."""
 
 from datetime import datetime
 
-from orchestrator.airflow import DAG, TriggerDagRunOperator
+from airflow.providers.standard.operators.trigger_dagrun import TriggerDagRunOperator
+from airflow.sdk import DAG
 
 with DAG(
     dag_id="example_trigger_controller_dag",

@@ -1,10 +1,10 @@
-"""Airflow's example_trigger_target_dag, with only its imports changed; its conf key
-is declared as a param (``params={"message": None}``): conf keys that are not params
-are refused here (docs/porting.md)."""
+"""Airflow's example_trigger_target_dag, with its Airflow imports; its conf key
+``message`` is not a param, and is accepted, as Airflow accepts it."""
 
 from datetime import datetime
 
-from orchestrator.airflow import DAG, BashOperator, task
+from airflow.providers.standard.operators.bash import BashOperator
+from airflow.sdk import DAG, task
 
 
 @task(task_id="run_this")
@@ -23,7 +23,6 @@ with DAG(
     start_date=datetime(2021, 1, 1),
     catchup=False,
     schedule=None,
-    params={"message": None},
     tags=["example"],
 ) as dag:
     run_this = run_this_func()

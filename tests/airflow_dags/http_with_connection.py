@@ -1,11 +1,13 @@
 """HttpOperator and HttpSensor with an HTTP connection, as the HTTP provider's example
-DAG (example_http.py) writes them, with only the imports changed
+DAG (example_http.py) writes them, with their Airflow imports
 (``airflow.providers.http.operators.http``, ``airflow.providers.http.sensors.http``)."""
 
 import json
 from datetime import datetime
 
-from orchestrator.airflow import DAG, HttpOperator, HttpSensor
+from airflow.providers.http.operators.http import HttpOperator
+from airflow.providers.http.sensors.http import HttpSensor
+from airflow.sdk import DAG
 
 with DAG(
     "example_http_operator",

@@ -1,10 +1,13 @@
-"""Airflow's example_latest_only_with_trigger, with only its imports changed
+"""Airflow's example_latest_only_with_trigger, with its Airflow imports
 (``airflow.providers.standard.operators.latest_only``, ``...operators.empty``,
 ``airflow.sdk``, ``airflow.utils.trigger_rule``)."""
 
 import datetime
 
-from orchestrator.airflow import DAG, EmptyOperator, LatestOnlyOperator, TriggerRule
+from airflow.providers.standard.operators.empty import EmptyOperator
+from airflow.providers.standard.operators.latest_only import LatestOnlyOperator
+from airflow.sdk import DAG
+from airflow.utils.trigger_rule import TriggerRule
 
 with DAG(
     dag_id="latest_only_with_trigger",

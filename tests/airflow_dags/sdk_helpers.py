@@ -2,19 +2,17 @@
 ``with DAG``, ``default_args``, ``@task.branch``, ``@task.short_circuit``,
 ``@task.bash``, ``Label``, ``chain``, ``cross_downstream``, ``get_current_context``, ``TriggerRule``,
 ``@task_group``, ``@setup`` / ``@teardown``, ``Param``, ``Variable``,
-``BaseHook.get_connection`` and the task exceptions. Only the imports are changed
+``BaseHook.get_connection`` and the task exceptions. The imports are Airflow's
 (``from airflow.sdk import ...``, ``from airflow.exceptions import ...``)."""
 
 from datetime import datetime, timedelta
 
-from orchestrator.airflow import (
+from airflow.exceptions import AirflowFailException, AirflowSkipException
+from airflow.sdk import (
     DAG,
-    AirflowFailException,
-    AirflowSkipException,
     BaseHook,
     Label,
     Param,
-    TriggerRule,
     Variable,
     chain,
     cross_downstream,
@@ -24,6 +22,7 @@ from orchestrator.airflow import (
     task_group,
     teardown,
 )
+from airflow.utils.trigger_rule import TriggerRule
 
 default_args = {
     "owner": "data",

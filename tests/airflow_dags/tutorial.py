@@ -1,4 +1,4 @@
-"""Airflow 3's "Fundamentals" tutorial (tutorial.py), with only its imports changed
+"""Airflow 3's "Fundamentals" tutorial (tutorial.py), with its Airflow imports
 (``from airflow.providers.standard.operators.bash import BashOperator``,
 ``from airflow.sdk import DAG``); its ``sleep 5`` sleeps 0 here, to keep the test
 quick."""
@@ -6,7 +6,8 @@ quick."""
 import textwrap
 from datetime import datetime, timedelta
 
-from orchestrator.airflow import DAG, BashOperator
+from airflow.providers.standard.operators.bash import BashOperator
+from airflow.sdk import DAG
 
 with DAG(
     "tutorial",

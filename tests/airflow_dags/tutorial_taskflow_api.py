@@ -1,11 +1,11 @@
-"""Airflow 3's TaskFlow tutorial (tutorial_taskflow_api.py), with only its imports
-changed: ``from airflow.sdk import dag, task``. (The tutorial's ``pendulum.datetime``
+"""Airflow 3's TaskFlow tutorial (tutorial_taskflow_api.py), with its Airflow imports
+(``from airflow.sdk import dag, task``). (The tutorial's ``pendulum.datetime``
 is written as a naive ``datetime``, read in UTC: pendulum is not a dependency here.)"""
 
 import json
 from datetime import datetime
 
-from orchestrator.airflow import dag, task
+from airflow.sdk import dag, task
 
 
 @dag(

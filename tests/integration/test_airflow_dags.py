@@ -1,10 +1,13 @@
-"""Airflow-style DAG files (tests/airflow_dags/, written as Airflow's docs and tutorials
-write them, with only their imports changed to ``orchestrator.airflow``) parsed and run
-to the end on both backends, with the task states and results Airflow's semantics give
-(issue 26 item 1). No Airflow is installed: the expected outcomes are written here."""
+"""Airflow DAG files (tests/airflow_dags/, written as Airflow's docs, tutorials and example
+DAGs write them, with Airflow's own import lines) ported by the real ``orchestrator dags
+port --write``, then parsed and run to the end on both backends, with the task states and
+results Airflow's semantics give (issue 26). No Airflow is installed: the expected
+outcomes are written here."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 from pathlib import Path
 
@@ -16,9 +19,31 @@ from tests.helpers import Harness
 SAMPLES = Path(__file__).resolve().parents[1] / "airflow_dags"
 
 
+def _port(paths: list[Path]) -> list[dict]:
+    """``orchestrator dags port PATH... --write --json`` as a user runs it."""
+    from orchestrator.cli import main
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = main(["dags", "port", *map(str, paths), "--write", "--json"])
+    reports = json.loads(out.getvalue())
+    assert code == 0, reports
+    return reports
+
+
 def _load(harness: Harness, write_dag, *names: str) -> None:
+    """Copy Airflow's files into the dags folder, port them, then parse the result."""
+    paths = []
     for name in names:
-        write_dag(name, (SAMPLES / name).read_text())
+        source = (SAMPLES / name).read_text()
+        assert "\nfrom airflow" in source and "orchestrator" not in source, name
+        paths.append(write_dag(name, source))
+    for report in _port(paths):
+        assert report["verdict"] in ("ported", "ported with warnings"), report
+        assert report["written"] and report["problems"] == [], report
+    for path in paths:
+        text = path.read_text()
+        assert "\nfrom airflow" not in text and "\nfrom orchestrator.airflow import" in text
     result = harness.parse()
     assert not harness.store.import_errors(), harness.store.import_errors()
     assert result.dags >= len(names)
@@ -262,83 +287,33 @@ def test_external_task_sensor_waits_for_the_parent_and_sensors_pass_values(
     }
 
 
-# issue 26 item 2: the samples as Airflow writes them (their Airflow imports put back;
-# Airflow 3 paths, and Airflow 2 paths for the sensors), ported by `dags port --write`
-AIRFLOW_IMPORTS = {
-    "tutorial_taskflow_api.py": "from airflow.sdk import dag, task\n",
-    "tutorial.py": (
-        "from airflow.providers.standard.operators.bash import BashOperator\n"
-        "from airflow.sdk import DAG\n"
-    ),
-    "classic_operators.py": (
-        "from airflow.providers.standard.operators.bash import BashOperator\n"
-        "from airflow.providers.standard.operators.empty import EmptyOperator\n"
-        "from airflow.providers.standard.operators.python import (\n"
-        "    BranchPythonOperator,\n"
-        "    PythonOperator,\n"
-        "    ShortCircuitOperator,\n"
-        ")\n"
-        "from airflow.sdk import DAG, BaseOperator, chain\n"
-        "from airflow.utils.trigger_rule import TriggerRule\n"
-    ),
-    "example_sensors.py": (
-        "from airflow.models.dag import DAG\n"
-        "from airflow.operators.bash import BashOperator\n"
-        "from airflow.sensors.date_time import DateTimeSensor\n"
-        "from airflow.sensors.filesystem import FileSensor\n"
-        "from airflow.sensors.python import PythonSensor\n"
-        "from airflow.sensors.time_delta import TimeDeltaSensor\n"
-        "from airflow.sensors.time_sensor import TimeSensor\n"
-        "from airflow.utils.trigger_rule import TriggerRule\n"
-    ),
-}
-
-
-def _as_airflow_wrote_it(name: str) -> str:
-    import ast
-
-    source = (SAMPLES / name).read_text()
-    lines = source.splitlines(keepends=True)
-    [node] = [
-        n for n in ast.parse(source).body
-        if isinstance(n, ast.ImportFrom) and n.module == "orchestrator.airflow"
-    ]  # fmt: skip
-    lines[node.lineno - 1 : node.end_lineno] = [AIRFLOW_IMPORTS[name]]
-    return "".join(lines)
-
-
-def test_airflow_files_ported_by_dags_port_write_run_to_their_states(
+def test_the_whole_folder_ports_with_one_command_and_parses(
     harness: Harness, write_dag, dags_dir, capsys
 ):
+    """Issue 26's "done when": 25+ Airflow files, `dags port FOLDER --write` ports each."""
     from orchestrator.cli import main
 
-    for name in AIRFLOW_IMPORTS:
-        write_dag(name, _as_airflow_wrote_it(name))
+    names = sorted(p.name for p in SAMPLES.glob("*.py"))
+    assert len(names) >= 25
+    for name in names:
+        write_dag(name, (SAMPLES / name).read_text())
     assert (
         "from airflow.sdk import dag, task" in (dags_dir / "tutorial_taskflow_api.py").read_text()
     )
+    before = {n: (dags_dir / n).read_text() for n in names}
+    assert main(["dags", "port", str(dags_dir)]) == 0  # no --write: reports, changes nothing
+    assert {n: (dags_dir / n).read_text() for n in names} == before
+    capsys.readouterr()
     assert main(["dags", "port", str(dags_dir), "--write"]) == 0
     out = capsys.readouterr().out
-    for name in AIRFLOW_IMPORTS:
-        assert f"{dags_dir / name}: ported" in out and "written)" in out
+    for name in names:
+        assert f"{dags_dir / name}: ported" in out, name
         text = (dags_dir / name).read_text()
         assert "\nfrom airflow" not in text and "\nfrom orchestrator.airflow import" in text
-    assert harness.parse().dags == 4 and not harness.store.import_errors()
-    runs = {
-        dag_id: _run(harness, dag_id, conf)
-        for dag_id, conf in (
-            ("tutorial_taskflow_api", None),
-            ("tutorial", None),
-            ("classic_operators", {"who": "ops"}),
-            ("example_sensors", None),
-        )
-    }
-    for dag_id, (run, _tis) in runs.items():
-        assert run.state == "success", dag_id
-    assert str(runs["classic_operators"][1]["branch_a"].state) == "skipped"
-    assert str(runs["example_sensors"][1]["failure_timeout_sensor_python"].state) == "skipped"
-    run = runs["tutorial_taskflow_api"][0]
-    assert _results(harness, run.run_id, ["load"])["load"] == pytest.approx(1236.7)
+    assert out.count("written)") == len(names)
+    result = harness.parse()
+    assert not harness.store.import_errors(), harness.store.import_errors()
+    assert result.dags >= len(names)
 
 
 def test_dynamic_task_mapping_examples_map_and_reduce(harness: Harness, write_dag):
@@ -634,3 +609,269 @@ def test_variable_set_in_a_task_is_stored_and_read_by_the_next(harness: Harness,
     assert tis["too_big"].state == TaskState.FAILED
     assert "over the" in tis["too_big"].error and "max_result_bytes" in tis["too_big"].error
     assert "huge" not in stored
+
+
+def test_trigger_rules_decide_as_airflows_docs_say(harness: Harness, write_dag):
+    _load(harness, write_dag, "example_trigger_rules.py")
+    run, tis = _run(harness, "example_trigger_rules")
+    assert {t: str(ti.state) for t, ti in tis.items()} == {
+        "succeeds": "success",
+        "fails": "failed",
+        "skips": "skipped",  # AirflowSkipException
+        "all_success": "upstream_failed",
+        "after_skip": "skipped",  # a skip propagates through all_success
+        "cleanup": "success",  # all_done
+        "alert_on_failure": "success",  # one_failed
+        "no_failure_no_alert": "skipped",  # one_failed, nothing failed
+        "one_success": "success",
+        "all_failed": "success",
+        "not_all_failed": "skipped",  # all_failed with a success upstream
+        "none_failed": "success",  # a skip is no failure
+        "some_failed": "upstream_failed",
+        "none_skipped": "skipped",
+        "none_skipped_2": "success",  # a failure is no skip
+        "none_failed_min_one_success": "skipped",  # no success at all
+        "all_skipped": "success",
+        "always": "success",
+        "one_done": "success",
+    }
+    assert tis["fails"].try_number == 1  # retries=0
+    assert run.state == "failed"  # a leaf (all_success, some_failed) is upstream_failed
+    assert _results(harness, run.run_id, ["cleanup"]) == {"cleanup": "cleaned up"}
+
+
+def test_short_circuit_decorator_skips_all_or_only_direct_downstream(harness: Harness, write_dag):
+    _load(harness, write_dag, "example_short_circuit_decorator.py")
+    run, tis = _run(harness, "example_short_circuit_decorator")
+    assert {t: str(ti.state) for t, ti in tis.items()} == {
+        "condition_is_true": "success",
+        "true_1": "success",
+        "true_2": "success",
+        "condition_is_false": "success",  # the short circuit itself succeeds
+        "false_1": "skipped",
+        "false_2": "skipped",
+        "task_1": "success",
+        "task_2": "success",
+        "short_circuit": "success",
+        "task_3": "success",
+        "task_4": "skipped",  # the direct downstream of the short circuit
+        "task_5": "success",
+        "task_6": "skipped",  # all_success over a skipped upstream
+        "task_7": "success",  # all_done: ignore_downstream_trigger_rules=False respects it
+    }
+    assert run.state == "success"
+
+
+def test_mapped_classic_operators_map_over_lists_results_and_cross_products(
+    harness: Harness, write_dag
+):
+    _load(harness, write_dag, "example_mapped_classic_operators.py")
+    run, _ = _run(harness, "example_mapped_classic_operators")
+    instances = harness.store.task_instances(run.run_id)
+    assert run.state == "success", {t.task_id: t.error for t in instances if t.error}
+    mapped: dict[str, list] = {}
+    for ti in instances:
+        if ti.map_index >= 0:
+            mapped.setdefault(ti.task_id, []).append((ti.map_index, str(ti.state)))
+    assert {t: sorted(v) for t, v in mapped.items()} == {
+        "count": [(0, "success"), (1, "success"), (2, "success")],
+        "greet": [(0, "success"), (1, "success")],  # one per command make_commands returned
+        "dated": [(0, "success"), (1, "success")],
+        "add": [(0, "success"), (1, "success")],
+        "join": [(i, "success") for i in range(4)],  # 2 op_args x 2 op_kwargs
+    }
+    out = _results(harness, run.run_id, ["count", "greet", "dated", "add", "join", "collect"])
+    day = f"{run.logical_date:%Y-%m-%d}"
+    assert out["count"] == ["1", "2", "3"]
+    assert out["greet"] == ["hello alpha", "hello beta"]
+    assert out["dated"] == [f"{day} a", f"{day} b"]  # partial's env is rendered per instance
+    assert out["add"] == [11, 12]
+    assert sorted(out["join"]) == ["a+a", "a-a", "b+b", "b-b"]
+    assert out["collect"] == {"sum": 6, "greetings": ["hello alpha", "hello beta"]}
+
+
+def test_sensors_in_reschedule_mode_wait_on_the_clock_and_meet_or_time_out(
+    harness: Harness, write_dag, dags_dir, monkeypatch
+):
+    from datetime import UTC, datetime, timedelta
+
+    from tests.integration.test_http_tasks import Server
+
+    server = Server()
+    try:
+        monkeypatch.setenv("ORCHESTRATOR_CONN_API", f"http://127.0.0.1:{server.port}")
+        _load(harness, write_dag, "example_sensors_reschedule.py")
+        start = harness.clock.now()
+        run = harness.store.trigger_run("example_sensors_reschedule", start)
+        for _ in range(2):
+            harness.tick()
+            harness.worker.run_until_idle()
+        harness.tick()
+        tis = {t.task_id: str(t.state) for t in harness.store.task_instances(run.run_id)}
+        assert tis.pop("all_met") not in ("success", "running", "skipped")  # not yet
+        assert tis == {
+            "wait_for_file": "up_for_reschedule",  # no file yet
+            "wait_half_an_hour": "up_for_reschedule",  # 30 minutes after the interval
+            "half_past_midnight": "up_for_reschedule",  # 00:30 of the interval's last day
+            "past_date": "success",  # its target is the data interval's end: passed
+            "date_far_ahead": "up_for_reschedule",
+            "wait_for_flag": "up_for_reschedule",
+            "api_is_up": "success",  # 200 and the response_check holds
+            "never_found": "up_for_reschedule",  # a 404 is "not yet"
+            "wait_for_upstream": "up_for_reschedule",  # no run of the other DAG yet
+        }
+        (dags_dir / "incoming").mkdir()
+        (dags_dir / "incoming" / f"{run.logical_date:%Y-%m-%d}.csv").write_text("a,b\n")
+        (dags_dir / "ready.flag").write_text("")
+        upstream = harness.store.trigger_run(
+            "example_sensor_upstream", harness.clock.now(), logical_date=run.logical_date
+        )
+        run = harness.run_until_finished(run.run_id, step=timedelta(minutes=1))
+    finally:
+        server.close()
+    assert harness.store.get_run(upstream.run_id).state == "success"
+    instances = {t.task_id: t for t in harness.store.task_instances(run.run_id)}
+    assert {t: str(ti.state) for t, ti in instances.items()} == {
+        "wait_for_file": "success",
+        "wait_half_an_hour": "success",
+        "half_past_midnight": "success",
+        "past_date": "success",
+        "date_far_ahead": "skipped",  # soft_fail past its timeout
+        "wait_for_flag": "success",
+        "api_is_up": "success",
+        "never_found": "skipped",  # soft_fail past its timeout
+        "wait_for_upstream": "success",
+        "all_met": "success",  # none_failed
+    }
+    assert run.state == "success"
+    for sensor in ("wait_for_file", "wait_half_an_hour", "wait_for_flag", "never_found"):
+        assert instances[sensor].try_number == 1, sensor  # a reschedule is not a retry
+    assert start == datetime(2026, 1, 1, tzinfo=UTC)  # the fake clock: 00:00
+    for sensor in ("wait_half_an_hour", "half_past_midnight"):
+        assert instances[sensor].end_date >= start + timedelta(minutes=30), sensor
+    assert instances["never_found"].end_date >= start + timedelta(minutes=30)
+    pokes_404 = [r for r in server.requests if r["path"] == "/status/404"]
+    assert 2 <= len(pokes_404) <= 8  # a poke every 5 minutes for 30 minutes
+
+
+def test_variables_connections_and_macros_in_templates_and_in_code(
+    harness: Harness, write_dag, monkeypatch
+):
+    monkeypatch.setenv("ORCHESTRATOR_VAR_ENVIRONMENT", "staging")
+    monkeypatch.setenv("ORCHESTRATOR_VAR_SETTINGS", '{"retries": 4}')
+    monkeypatch.setenv(
+        "ORCHESTRATOR_CONN_WAREHOUSE", "postgresql://etl:pw-secret-9@db.example:6543/sales"
+    )
+    _load(harness, write_dag, "example_variables_connections_macros.py")
+    run, tis = _run(harness, "example_variables_connections_macros")
+    assert run.state == "success", {t: ti.error for t, ti in tis.items() if ti.error}
+    day = run.logical_date.date()
+    ds = day.isoformat()
+    tomorrow = day.fromordinal(day.toordinal() + 1).isoformat()
+    yesterday = day.fromordinal(day.toordinal() - 1).isoformat()
+    out = _results(harness, run.run_id, ["in_templates", "in_code", "with_macros"])
+    assert out["in_templates"] == (
+        f"{ds} {tomorrow} {day:%d/%m/%Y} staging 4 db.example:6543/sales"
+    )
+    assert out["in_code"] == {
+        "environment": "staging",
+        "retries": 4,
+        "missing": "fallback",  # Variable.get(..., default=...)
+        "conn": ["postgres", "db.example", 6543, "etl", "sales"],
+    }
+    assert out["with_macros"] == {"yesterday": yesterday, "ds_nodash": f"{day:%Y%m%d}"}
+    assert _results(harness, run.run_id, ["templates_dict"])["templates_dict"] == {
+        "environment": "staging",
+        "week": f"{day:%G-W%V}",
+    }
+
+
+def test_catchup_and_backfill_create_give_one_run_per_day(
+    harness: Harness, write_dag, settings, monkeypatch, capsys
+):
+    from orchestrator.cli import main
+
+    for key in ("database_url", "dags_folder", "state_dir"):
+        monkeypatch.setenv(f"ORCHESTRATOR_{key.upper()}", getattr(settings, key))
+    dag_id = "example_catchup_backfill"
+    _load(harness, write_dag, "example_catchup_backfill.py")
+    harness.tick()
+    assert harness.store.list_runs(dag_id) == []  # is_paused_upon_creation
+    capsys.readouterr()
+    argv = ["backfill", "create", "--dag-id", dag_id, "--from-date", "2025-12-26"]
+    assert main([*argv, "--to-date", "2025-12-28", "--no-wait"]) == 0
+    assert "3 run(s) created" in capsys.readouterr().out
+    assert main(["dags", "unpause", dag_id]) == 0
+    harness.tick()  # catchup=True: the fire times left up to now (2026-01-01), each once
+    runs = sorted(harness.store.list_runs(dag_id), key=lambda r: r.logical_date)
+    assert [(f"{r.logical_date:%Y-%m-%d}", r.run_type) for r in runs] == [
+        ("2025-12-26", "backfill"),
+        ("2025-12-27", "backfill"),
+        ("2025-12-28", "backfill"),
+        ("2025-12-29", "scheduled"),
+        ("2025-12-30", "scheduled"),
+        ("2025-12-31", "scheduled"),
+        ("2026-01-01", "scheduled"),  # Airflow 3: the logical date is the fire time
+    ]
+    for r in runs:
+        assert harness.run_until_finished(r.run_id).state == "success", r.run_id
+    for r in runs:
+        out = _results(harness, r.run_id, ["print_date", "report"])
+        day = f"{r.logical_date:%Y-%m-%d}"
+        assert out == {"print_date": day, "report": f"{r.run_id} {day} {day}"}
+    spec = harness.store.spec(dag_id, harness.store.get_dag(dag_id).version_hash)
+    assert spec.tasks["print_date"].depends_on_past and spec.tasks["report"].retries == 1
+
+
+def test_skip_dag_joins_a_skip_by_all_success_and_by_one_success(harness: Harness, write_dag):
+    _load(harness, write_dag, "example_skip_dag.py")
+    run, tis = _run(harness, "example_skip_dag")
+    assert {t: str(ti.state) for t, ti in tis.items()} == {
+        "skip_operator_1": "skipped",  # raise AirflowSkipException
+        "always_true_1": "success",
+        "all_success": "skipped",  # a skipped upstream skips all_success
+        "final_1": "skipped",
+        "skip_operator_2": "skipped",
+        "always_true_2": "success",
+        "one_success": "success",
+        "final_2": "success",
+    }
+    assert run.state == "success"  # skipped leaves do not fail a run
+
+
+def test_params_trigger_ui_validates_the_conf_and_branches_the_mapped_greetings(
+    harness: Harness, write_dag, settings, monkeypatch, capsys
+):
+    from orchestrator.cli import main
+    from orchestrator.errors import ParamValidationError
+
+    _load(harness, write_dag, "example_params_trigger_ui.py")
+    dag_id = "example_params_trigger_ui"
+    conf = {"names": ["Ana", "Bo"], "german": False}
+    run, tis = _run(harness, dag_id, conf)
+    assert {t: str(ti.state) for t, ti in tis.items()} == {
+        "select_languages": "success",
+        "get_names": "success",
+        "generate_english_greeting": "success",
+        "generate_german_greeting": "skipped",  # the branch did not follow it
+        "generate_french_greeting": "success",
+        "print_greetings": "success",  # all_done
+    }
+    assert run.state == "success"
+    ids = ["generate_english_greeting", "generate_french_greeting"]
+    assert _results(harness, run.run_id, ids) == {
+        "generate_english_greeting": ["Hello Ana!", "Hello Bo!"],
+        "generate_french_greeting": ["Bonjour Ana!", "Bonjour Bo!"],
+    }
+    run, _ = _run(harness, dag_id)  # the params' defaults: three names, three languages
+    assert run.state == "success"
+    out = _results(harness, run.run_id, ["generate_german_greeting"])
+    assert out["generate_german_greeting"][2] == "Sehr geehrter Herr/Frau Thomas."
+    with pytest.raises(ParamValidationError, match="english"):
+        harness.store.trigger_run(dag_id, harness.clock.now(), conf={"english": "yes"})
+    for key in ("database_url", "dags_folder", "state_dir"):
+        monkeypatch.setenv(f"ORCHESTRATOR_{key.upper()}", getattr(settings, key))
+    capsys.readouterr()
+    assert main(["dags", "trigger", dag_id, "-c", '{"names": "Linda"}']) != 0  # not an array
+    assert "names" in capsys.readouterr().err
+    assert len(harness.store.list_runs(dag_id)) == 2  # neither bad conf made a run

@@ -5,6 +5,7 @@ timezones, assets, exceptions; and every exported name is listed in docs/porting
 from __future__ import annotations
 
 import re
+import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -262,3 +263,73 @@ def test_a_custom_operators_field_set_after_init_wires_its_reference_and_setups(
     assert d.tasks["hello"].upstream_ids == {"src", "create"}
     assert d.tasks["create"].is_setup and d.tasks["delete"].is_teardown
     assert d.tasks["delete"].upstream_ids == {"hello", "create"}
+
+
+def test_a_task_decorated_inside_a_dag_takes_override_as_airflows_does():
+    with DAG("d", schedule=None) as d:
+
+        @task.short_circuit()
+        def check(condition):
+            return condition
+
+        @task(retries=2)
+        def work():
+            return 1
+
+        yes = check.override(task_id="yes")(condition=True)
+        yes >> work.override(task_id="w", retries=0)()
+        check.override(task_id="no", ignore_downstream_trigger_rules=False)(condition=False)
+    spec = {t["task_id"]: t for t in serialize_dag(d)["tasks"]}
+    assert sorted(spec) == ["no", "w", "yes"]  # the decorated, never-called ones: no task
+    assert d.tasks["w"].retries == 0 and d.tasks["w"].upstream_ids == {"yes"}
+    assert d.tasks["yes"].branch and d.tasks["no"].branch
+    with DAG("g", schedule=None) as g, TaskGroup("grp"):
+
+        @task
+        def step():
+            return 1
+
+        step() >> step.override(retries=3)() >> step.override(retries=2)()
+    assert sorted(g.tasks) == ["grp.step", "grp.step__1", "grp.step__2"]  # no task_id=
+    assert g.tasks["grp.step__1"].retries == 3 and g.tasks["grp.step__2"].retries == 2
+    assert g.tasks["grp.step__2"].upstream_ids == {"grp.step__1"}
+    with pytest.raises(DagDefinitionError, match="retires") as info, DAG("e", schedule=None):
+
+        @task
+        def f():
+            return 1
+
+        f.override(task_id="x", retires=3)  # the line the error names
+    assert info.value.lineno == sys._getframe().f_lineno - 1
+    assert info.value.fileloc == __file__
+
+
+def test_airflows_template_filters_are_there_and_a_dags_own_win():
+    from orchestrator.airflow.sdk import AIRFLOW_FILTERS
+
+    at = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+    assert {name: f(at) for name, f in AIRFLOW_FILTERS.items()} == {
+        "ds": "2026-01-02",
+        "ds_nodash": "20260102",
+        "ts": "2026-01-02T03:04:05+00:00",
+        "ts_nodash": "20260102T030405",
+        "ts_nodash_with_tz": "20260102T030405+0000",
+    }
+    assert AIRFLOW_FILTERS["ds"](None) is None  # as Airflow's: no date, no string
+    with DAG("d", schedule=None, user_defined_filters={"ds": str.upper, "up": str.upper}) as d:
+        pass
+    assert d.user_defined_filters["ds"] is str.upper and d.user_defined_filters["up"]
+    assert d.user_defined_filters["ts_nodash"] is AIRFLOW_FILTERS["ts_nodash"]
+
+
+@pytest.mark.parametrize(
+    "sources",
+    [{"env": [{"A": "1"}]}, {"bash_command": ["echo $A"], "env": [{"A": "1"}]}],
+    ids=["env-alone", "env-beside-bash_command"],
+)
+def test_a_bash_operator_mapped_over_env_is_refused_never_dropped(sources):
+    refused = pytest.raises(
+        DagDefinitionError, match="only bash_command can be mapped here, not env"
+    )
+    with refused, DAG("d", schedule=None):
+        BashOperator.partial(task_id="x").expand(**sources)

@@ -147,3 +147,29 @@ def test_porting_a_ported_file_changes_nothing():
     once = port_source(AIRFLOW2, "d.py")
     twice = port_source(once.text, "d.py")
     assert not twice.changed and twice.rewritten == 0 and twice.verdict == PORTED
+
+
+def test_a_mapped_classic_operator_that_does_not_map_here_is_named_at_its_line():
+    source = textwrap.dedent(
+        """\
+        from airflow.providers.standard.operators.bash import BashOperator
+        from airflow.providers.standard.operators.python import PythonOperator
+        from airflow.sdk import DAG
+
+        with DAG("d", schedule=None):
+            BashOperator.partial(task_id="a").expand(bash_command=["echo 1"])
+            BashOperator.partial(task_id="b").expand(
+                env=[{"A": "1"}]
+            )
+            PythonOperator.partial(task_id="c", python_callable=print).expand_kwargs([{}])
+            PythonOperator.partial(task_id="d", python_callable=print).expand(op_args=[[1]])
+        """
+    )
+    report = port_source(source, "m.py")
+    assert report.verdict == NOT_PORTABLE
+    assert report.problems == [
+        "line 7: BashOperator.partial(...).expand(env=...): only bash_command can be mapped "
+        "here: map the commands, or a @task.bash",
+        "line 10: PythonOperator.partial(...).expand_kwargs() is not supported here: use "
+        "expand(field=[...]) or a @task mapped with expand_kwargs",
+    ]
