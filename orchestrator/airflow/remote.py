@@ -48,7 +48,6 @@ class TriggerDagRunOperator(BaseOperator):
         "trigger_run_id": "the run id derives from this task instance (exactly once)",
         "skip_when_already_exists": "a retried trigger finds the run it made already",
         "fail_when_dag_is_paused": "a run of a paused DAG waits until it is unpaused",
-        "reset_dag_run": "a retried trigger finds the run it made; clear that run instead",
     }
 
     def __init__(
@@ -61,6 +60,7 @@ class TriggerDagRunOperator(BaseOperator):
         allowed_states: Any = None,
         failed_states: Any = None,
         deferrable: bool = False,
+        reset_dag_run: bool = False,
         **kwargs: Any,
     ) -> None:
         where = caller()
@@ -74,6 +74,7 @@ class TriggerDagRunOperator(BaseOperator):
         self.trigger = {
             "conf": conf, "wait_for_completion": wait_for_completion,
             "allowed_states": allowed_states, "failed_states": failed_states,
+            "reset_dag_run": reset_dag_run,
         }  # fmt: skip
         if wait_for_completion:
             self.trigger["poke_interval"] = poke_interval

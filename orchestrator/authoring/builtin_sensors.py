@@ -182,6 +182,7 @@ def trigger_dag(
     allowed_states: Any = None,
     failed_states: Any = None,
     allow_self_trigger: bool = False,
+    reset_dag_run: bool = False,
     **options: Any,
 ) -> Task:
     """Create a run of DAG ``trigger_dag_id`` with ``conf`` (Airflow's
@@ -191,6 +192,10 @@ def trigger_dag(
     ``poke_interval``) until the run is in ``allowed_states`` (``["success"]``), and
     fails when it is in ``failed_states`` (``["failed"]``). The result is
     ``{"dag_id": ..., "run_id": ...}``.
+
+    With ``reset_dag_run`` (Airflow's), a try that finds the run its task instance made
+    already finished (the task was cleared, or retried) clears that run so it runs
+    again, once per try; a run still going is waited on, not reset.
 
     A DAG that triggers itself is refused at parse time unless ``allow_self_trigger``
     says so; every chain of triggered runs stops at the ``max_trigger_depth`` setting
@@ -220,6 +225,10 @@ def trigger_dag(
     check = {"type": "trigger", "trigger_dag_id": trigger_dag_id, "conf": conf or {},
              "wait_for_completion": bool(wait_for_completion), "allowed_states": allowed,
              "failed_states": failed}  # fmt: skip
+    if not isinstance(reset_dag_run, bool):
+        raise _fail(f"task {task_id!r}: reset_dag_run must be True or False", where)
+    if reset_dag_run:  # only when set: a DAG that does not use it keeps its version hash
+        check["reset_dag_run"] = True
     if _active and getattr(_active[-1], "render_template_as_native_obj", False):
         check["native"] = True  # issue 25: the conf's templates render to literals' values
     if not wait_for_completion:  # one poke creates the run and succeeds

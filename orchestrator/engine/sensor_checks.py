@@ -208,6 +208,12 @@ def _trigger(store: Store, claim: Claim, spec: DagSpec, check: dict, now: dateti
     except TriggerDepthError as exc:  # a runaway chain: fail now, a retry would too
         return Outcome(GAVE_UP, str(exc), str(exc))
     said = f"{'created' if created else 'found'} run {run.run_id} of DAG {target}"
+    # issue 26: Airflow's reset_dag_run: a try that finds its finished run runs it again
+    # (on its first poke only: later pokes wait for the run it reset)
+    first = check.get("reset_dag_run") and not created and claim.poke_count == 0
+    if first and store.rerun_run(run.run_id, now, f"reset by {claim.dag_id}.{claim.task_id}"):
+        run = store.get_run(run.run_id)
+        said = f"reset run {run.run_id} of DAG {target}"
     result = json.dumps({"dag_id": target, "run_id": run.run_id})
     if not check.get("wait_for_completion"):
         return Outcome("success", result, said)

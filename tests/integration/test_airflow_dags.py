@@ -875,3 +875,40 @@ def test_params_trigger_ui_validates_the_conf_and_branches_the_mapped_greetings(
     assert main(["dags", "trigger", dag_id, "-c", '{"names": "Linda"}']) != 0  # not an array
     assert "names" in capsys.readouterr().err
     assert len(harness.store.list_runs(dag_id)) == 2  # neither bad conf made a run
+
+
+RESETS = """
+from datetime import datetime
+
+from orchestrator.airflow import DAG, BashOperator, TriggerDagRunOperator
+
+with DAG(dag_id="reset_target", schedule=None, start_date=datetime(2026, 1, 1)) as target:
+    BashOperator(task_id="work", bash_command="echo working")
+
+for reset in (True, False):
+    with DAG(dag_id=f"reset_source_{reset}", schedule=None, start_date=datetime(2026, 1, 1)):
+        TriggerDagRunOperator(task_id="kick", trigger_dag_id="reset_target",
+                              wait_for_completion=True, poke_interval=1, reset_dag_run=reset)
+"""
+
+
+def test_reset_dag_run_reruns_the_finished_run_a_cleared_trigger_finds(harness: Harness, write_dag):
+    """Issue 26: TriggerDagRunOperator(reset_dag_run=True) as Airflow's: clearing the
+    trigger runs the target run again; without it the cleared trigger finds the old run."""
+    write_dag("resets.py", RESETS)
+    harness.parse()
+    assert harness.store.import_errors() == []
+    store = harness.store
+    for reset in (True, False):
+        run, tis = _run(harness, f"reset_source_{reset}")
+        assert run.state == "success" and tis["kick"].state == TaskState.SUCCESS
+        made = json.loads(store.results(run.run_id, ["kick"])["kick"])["run_id"]
+        assert store.get_run(made).state == "success"
+        [work] = store.task_instances(made)
+        assert work.try_number == 1
+        store.clear_task(run.run_id, "kick", harness.clock.now())
+        assert harness.run_until_finished(run.run_id).state == "success"
+        [work] = store.task_instances(made)
+        assert store.get_run(made).state == "success"
+        assert work.try_number == (2 if reset else 1), reset  # run again only when reset
+        assert json.loads(store.results(run.run_id, ["kick"])["kick"])["run_id"] == made

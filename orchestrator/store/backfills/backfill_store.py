@@ -92,6 +92,16 @@ def clear_run_in(
 
 
 class BackfillStore(StoreBase):
+    def rerun_run(self, run_id: str, now: datetime, why: str, actor: str | None = None) -> bool:
+        """Reset the finished run ``run_id`` and all its task instances so it runs again
+        (queued); False if it is not finished (issue 26: TriggerDagRunOperator's
+        ``reset_dag_run``)."""
+        run = self.get_run(run_id)  # type: ignore[attr-defined]
+        spec = self.spec(run.dag_id, run.version_hash)  # type: ignore[attr-defined]
+        with self.write() as conn:
+            lock_runs(conn, [run.id], self.is_postgres)
+            return clear_run_in(conn, spec, run.id, run_id, now, why, actor=actor)
+
     def create_backfill(
         self,
         dag_id: str,

@@ -65,9 +65,9 @@ CASES = [
     ),
     (
         'with DAG("d"):\n    TriggerDagRunOperator(task_id="k", trigger_dag_id="b",\n'
-        "                          reset_dag_run=True)",
+        '                          trigger_run_id="x")',
         6,
-        ["TriggerDagRunOperator 'k'", "reset_dag_run=", "clear that run"],
+        ["TriggerDagRunOperator 'k'", "trigger_run_id=", "exactly once"],
     ),
     (
         'with DAG("d"):\n    BashOperator(task_id="b", bash_command="x", skip_on_exit_code=[1, 2])',
