@@ -24,6 +24,7 @@ from datetime import UTC, datetime, time, timedelta
 from typing import Any
 
 from orchestrator.airflow import runtime
+from orchestrator.airflow.exceptions import AirflowException
 from orchestrator.airflow.operators import BaseOperator
 from orchestrator.airflow.remote import http_request
 from orchestrator.authoring import builtin_sensors
@@ -304,10 +305,16 @@ class FileSensor(_BuiltIn):
 
 class ExternalTaskSensor(_BuiltIn):
     """Airflow's ``ExternalTaskSensor(external_dag_id=..., external_task_id=...,
-    allowed_states=..., failed_states=..., execution_delta=...)``.
+    allowed_states=..., failed_states=..., execution_delta=...)``; with
+    ``execution_date_fn`` it is an :class:`ExternalTaskSensorByFunction`.
 
     >>> ExternalTaskSensor(task_id="up", external_dag_id="ingest")  # doctest: +SKIP
     """
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("execution_date_fn") is not None:
+            return ExternalTaskSensorByFunction(*args, **kwargs)
+        return super().__new__(cls)
 
     own_args = SENSOR_ARGS | {
         "external_dag_id", "external_task_id", "external_task_ids", "allowed_states",
@@ -332,7 +339,6 @@ class ExternalTaskSensor(_BuiltIn):
     ) -> None:
         where = caller()
         refused = {
-            "execution_date_fn": (execution_date_fn, "give execution_delta= (a fixed offset)"),
             "skipped_states": (skipped_states, "give the states to wait for in allowed_states"),
             "external_task_group_id": (external_task_group_id, "wait for the group's last "
                                        "task with external_task_id='group.task'"),
@@ -367,6 +373,85 @@ class ExternalTaskSensor(_BuiltIn):
             execution_delta=ext["execution_delta"], allowed_states=ext["allowed_states"],
             failed_states=ext["failed_states"], **options,
         )  # fmt: skip
+
+
+class ExternalTaskSensorByFunction(BaseSensorOperator):
+    """``ExternalTaskSensor(..., execution_date_fn=fn)`` (issue 26): ``fn(logical_date,
+    **context)`` (the context names it takes) gives the external run's logical date, or
+    a list of them; each poke asks the worker for those runs' (or their task's) states.
+    Met when every one is in ``allowed_states``; a failure, naming the run, when one is
+    in ``failed_states`` (skipped with ``soft_fail``)."""
+
+    own_args = SENSOR_ARGS | {
+        "external_dag_id", "external_task_id", "external_task_ids", "allowed_states",
+        "failed_states", "execution_date_fn", "check_existence",
+    }  # fmt: skip
+
+    def __init__(
+        self,
+        *,
+        external_dag_id: str,
+        execution_date_fn: Callable[..., Any],
+        external_task_id: str | None = None,
+        external_task_ids: Sequence[str] | None = None,
+        allowed_states: Any = None,
+        failed_states: Any = None,
+        check_existence: bool = False,
+        **kwargs: Any,
+    ) -> None:
+        where = caller()
+        name = f"ExternalTaskSensor {kwargs.get('task_id')!r}"
+        if not callable(execution_date_fn):
+            raise definition_error(f"{name}: execution_date_fn= must be a function", where)
+        if external_task_ids is not None:
+            ids = list(external_task_ids)
+            if len(ids) != 1 or external_task_id is not None:
+                raise definition_error(
+                    f"{name}: external_task_ids= with more than one task is not supported "
+                    "here: one sensor per task",
+                    where,
+                )
+            external_task_id = ids[0]
+        for label, states in (("allowed_states", allowed_states), ("failed_states", failed_states)):
+            if states is not None and not (
+                isinstance(states, list | tuple) and all(isinstance(x, str) for x in states)
+            ):
+                raise definition_error(f"{name}: {label}= must be a list of states", where)
+        self.external_dag_id = external_dag_id
+        self.external_task_id = external_task_id
+        self.execution_date_fn = execution_date_fn
+        self.allowed_states = list(allowed_states or ["success"])
+        self.failed_states = list(failed_states or [])
+        super().__init__(**kwargs)
+
+    def poke(self, context: dict[str, Any]) -> bool:
+        logical_date = context["logical_date"]
+        extra = {k: v for k, v in context.items() if k != "logical_date"}
+        extra["context"] = context  # Airflow passes it too, for older functions
+        dates = runtime.call_with_context(self.execution_date_fn, (logical_date,), {}, extra)
+        dates = dates if isinstance(dates, list | tuple) else [dates]
+        ctx, _ = runtime.running()
+        what = self.external_dag_id + (f".{self.external_task_id}" if self.external_task_id else "")
+        states = []
+        for when in dates:
+            if not isinstance(when, datetime) or when.tzinfo is None:
+                raise TypeError(
+                    f"ExternalTaskSensor {self.task_id!r}: execution_date_fn returned "
+                    f"{when!r}, not an aware datetime (or a list of them)"
+                )
+            asked = {"dag_id": self.external_dag_id, "task_id": self.external_task_id,
+                     "logical_date": when.isoformat()}  # fmt: skip
+            found = ctx._ask("external_state", asked)
+            if found is None:
+                return False  # no run at that date yet
+            run_id, state = found.split("\n", 1)
+            if state == "missing":
+                raise AirflowException(f"run {run_id} of DAG {self.external_dag_id} has no "
+                                       f"task {self.external_task_id!r}")  # fmt: skip
+            if state in self.failed_states:
+                raise AirflowException(f"{what} is {state} in {run_id} (failed_states)")
+            states.append(state)
+        return all(state in self.allowed_states for state in states)
 
 
 class TimeDeltaSensor(_BuiltIn):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+from datetime import datetime
 from typing import Any
 
 from orchestrator.errors import OrchestratorError
@@ -18,7 +19,21 @@ from orchestrator.errors import OrchestratorError
 log = logging.getLogger(__name__)
 PULL, PUSH = "xcom_pull", "xcom_push"
 SET_VARIABLE = "variable_set"  # issue 26: Airflow's Variable.set from a try
-RESULT_KINDS = frozenset({PULL, PUSH, SET_VARIABLE})
+EXTERNAL = "external_state"  # issue 26: ExternalTaskSensor(execution_date_fn=...)'s pokes
+RESULT_KINDS = frozenset({PULL, PUSH, SET_VARIABLE, EXTERNAL})
+
+
+def external_answer(store: Any, asked: dict[str, Any]) -> dict[str, Any]:
+    """``"run_id\nstate"`` of DAG ``dag_id``'s run at ``logical_date`` (or of its task
+    ``task_id`` there), or None when there is no such run yet."""
+    when = datetime.fromisoformat(str(asked["logical_date"]))
+    if when.tzinfo is None:
+        raise OrchestratorError("external_state: logical_date needs a UTC offset")
+    task_id = asked.get("task_id")
+    found = store.external_state(
+        str(asked["dag_id"]), when, None if task_id is None else str(task_id)
+    )
+    return {"found": None if found is None else f"{found[0]}\n{found[1]}"}
 
 
 def answer_results(
@@ -49,6 +64,8 @@ def answer_results(
                 ti_id, str(asked["task_id"]), str(asked["key"]), asked.get("map_indexes")
             )
             return {"found": found}
+        if kind == EXTERNAL:
+            return external_answer(store, asked)
         value = asked["value"]
         if not isinstance(value, str) or len(value.encode()) > max_result_bytes:
             raise OrchestratorError(
@@ -77,6 +94,13 @@ def tasks_test_asker(store: Any, run_id: str | None, task_id: str, log: logging.
         if kind == SET_VARIABLE:
             log.info("Variable.set %s (tasks test stores nothing)", asked["key"])
             return {"found": None}
+        if kind == EXTERNAL:
+            if store is None:
+                return {"error": "tasks test has no store to read other DAGs' runs from"}
+            try:
+                return external_answer(store, asked)
+            except (OrchestratorError, ValueError) as exc:
+                return {"error": str(exc)}
         if run_id is None or store is None:
             return {"error": "tasks test reads results of other tasks with --from-run RUN_ID"}
         try:

@@ -912,3 +912,32 @@ def test_reset_dag_run_reruns_the_finished_run_a_cleared_trigger_finds(harness: 
         assert store.get_run(made).state == "success"
         assert work.try_number == (2 if reset else 1), reset  # run again only when reset
         assert json.loads(store.results(run.run_id, ["kick"])["kick"])["run_id"] == made
+
+
+def test_external_task_sensor_with_execution_date_fn_waits_for_the_runs_it_names(
+    harness: Harness, write_dag
+):
+    """Issue 26: execution_date_fn (one date, or a list) through the worker's lookup."""
+    from datetime import timedelta
+
+    _load(harness, write_dag, "example_external_task_date_fn.py")
+    store, now = harness.store, harness.clock.now()
+    at = now.replace(minute=0, second=0, microsecond=0)
+    report = store.trigger_run("hourly_report", now, logical_date=at)
+    harness.tick()
+    harness.worker.run_until_idle()
+    harness.tick()
+    states = {t.task_id: str(t.state) for t in store.task_instances(report.run_id)}
+    assert states == {"wait_for_ingest": "up_for_reschedule", "wait_for_two": "up_for_reschedule"}
+    one = store.trigger_run("hourly_ingest", now, logical_date=at - timedelta(hours=1))
+    assert harness.run_until_finished(one.run_id).state == "success"
+    for _ in range(5):  # the reschedules come due on the fake clock
+        harness.clock.advance(timedelta(seconds=2))
+        harness.tick()
+        harness.worker.run_until_idle()
+    states = {t.task_id: str(t.state) for t in store.task_instances(report.run_id)}
+    # the hour before has run; two hours before has not: the second sensor still waits
+    assert states == {"wait_for_ingest": "success", "wait_for_two": "up_for_reschedule"}
+    two = store.trigger_run("hourly_ingest", now, logical_date=at - timedelta(hours=2))
+    assert harness.run_until_finished(two.run_id).state == "success"
+    assert harness.run_until_finished(report.run_id).state == "success"

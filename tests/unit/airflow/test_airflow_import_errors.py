@@ -44,9 +44,9 @@ CASES = [
     ),
     (
         'with DAG("d"):\n    ExternalTaskSensor(task_id="s", external_dag_id="up",\n'
-        "                       execution_date_fn=lambda d: d)",
+        '                       execution_date_fn="not a function")',
         6,
-        ["ExternalTaskSensor 's'", "execution_date_fn=", "execution_delta="],
+        ["ExternalTaskSensor 's'", "execution_date_fn= must be a function"],
     ),
     (
         'with DAG("d"):\n    with TaskGroup("g", prefix_group_id=False):\n        pass',
