@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from markupsafe import escape
+
 from orchestrator.store import Store
 from orchestrator.store.reads.dag_pages import Cell, MappedCells
 from orchestrator.store.reads.run_pages import MappedLine, MappedTries, TaskLine, TryLine
@@ -108,7 +110,9 @@ def add_mapped_cells(cells: dict[tuple[str, str], Cell], mapped: MappedCells) ->
     for key, by_state in mapped.items():
         counts = {s: n for s, (n, _) in by_state.items()}
         tries = max(t for _, t in by_state.values())
-        cells[key] = Cell(summary_state(counts), tries, sum(counts.values()))
+        cells[key] = Cell(
+            summary_state(counts), tries, sum(counts.values()), str(escape(counts_text(counts)))
+        )
 
 
 def merge_states(plain: dict[str, str], mapped: Mapping[str, Mapping[str, int]]) -> dict[str, str]:

@@ -258,8 +258,9 @@ def grid_rows(
                 row.append(
                     f'<td><a class="cell mapped {cls}" data-state="{st}" '
                     f'href="{href}{qid}/instances" '
-                    f'title="{eid} · {st} · {c.instances} instances" '
-                    f'aria-label="{eid} in {erun}: {st}, {c.instances} instances"></a></td>'
+                    f'title="{eid} · {st} · {c.instances} instances: {c.counts}" '
+                    f'aria-label="{eid} in {erun}: {st}, {c.instances} instances: {c.counts}">'
+                    "</a></td>"
                 )
                 continue
             row.append(

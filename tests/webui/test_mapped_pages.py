@@ -62,6 +62,8 @@ def test_grid_cell_opens_a_paged_instance_list(client, mapped_run):
     html = client.get("/dags/mapped_ui").get_data(as_text=True)
     cell = f'class="cell mapped state-failed" data-state="failed" href="/runs/{mapped_run.run_id}/tasks/load/instances"'
     assert cell in html
+    # issue 27: the cell sums its instances up by state
+    assert 'title="load · failed · 150 instances: 1 failed, 149 success"' in html
     page1 = client.get(f"/runs/{mapped_run.run_id}/tasks/load/instances").get_data(as_text=True)
     assert page1.count('<tr data-map-index="') == 100
     assert "page 1 of 2 (150 instance(s))" in page1

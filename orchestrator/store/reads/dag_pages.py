@@ -46,6 +46,7 @@ class Cell(NamedTuple):
     state: str
     try_number: int
     instances: int = 0  # a mapped task's number of instances (0: not mapped)
+    counts: str = ""  # issue 27: a mapped task's instances by state ("3 running, 7 success")
 
 
 _MAPPED_CELLS = (
