@@ -25,11 +25,15 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+import orchestrator
+
 # The orchestrator's own modules: a frame in one of them (``.../orchestrator/engine/...``,
 # ``.../orchestrator/sensors.py``, the installed ``orchestrator/webui``) is not the user's.
 # Named from this checkout's package, so a new module counts without a change here; a
 # worker elsewhere has another prefix but the same names after ``orchestrator/``.
-_PACKAGE = Path(__file__).resolve().parent.parent / "orchestrator"
+# (found through the import system: a checkout has webui/ beside orchestrator/, a wheel
+# puts it inside, as orchestrator/webui)
+_PACKAGE = Path(orchestrator.__file__).resolve().parent
 _OWN_NAMES = sorted(
     {p.stem for p in _PACKAGE.glob("*.py")}
     | {p.name for p in _PACKAGE.iterdir() if p.is_dir() and not p.name.startswith(("_", "."))}
