@@ -153,8 +153,3 @@ def _check_member(task: Any, group: str, where: Where) -> None:
         raise _fail(f"{name} is {what}, which a mapped group cannot hold", where)
     if task.is_setup or task.is_teardown:
         raise _fail(f"{name}: a mapped group cannot hold setup or teardown tasks", where)
-
-
-def in_mapped_group(mapping: dict[str, Any] | None) -> str | None:
-    """The mapped task group a task's mapping belongs to (None: not in one)."""
-    return mapping.get("group") if mapping else None

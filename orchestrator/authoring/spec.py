@@ -31,6 +31,7 @@ from orchestrator.authoring.setup_teardown import spec_fields as setup_teardown_
 from orchestrator.authoring.task_controls import SKIP_EXIT_CODE
 from orchestrator.authoring.taskflow import spec_fields as taskflow_fields
 from orchestrator.scheduling.asset_conditions import AssetCondition, condition_from_data
+from orchestrator.scheduling.mapping import group_of
 from orchestrator.scheduling.retry import RetryPolicy
 from orchestrator.scheduling.schedule import Schedule, parse_schedule
 from orchestrator.scheduling.setup_teardown import SetupTeardown
@@ -405,8 +406,9 @@ class DagSpec:
         """Each mapped task group (issue 25 item 7) and its tasks' ids."""
         out: dict[str, list[str]] = {}
         for t in self.tasks.values():
-            if t.mapping is not None and "group" in t.mapping:
-                out.setdefault(t.mapping["group"], []).append(t.task_id)
+            group = group_of(t.mapping)
+            if group is not None:
+                out.setdefault(group, []).append(t.task_id)
         return {g: tuple(sorted(ids)) for g, ids in out.items()}
 
     def group_members(self, group: str) -> tuple[str, ...]:
@@ -414,8 +416,7 @@ class DagSpec:
 
     def mapped_group_of(self, task_id: str) -> str | None:
         """The mapped task group ``task_id`` is in (None: not in one)."""
-        mapping = self.tasks[task_id].mapping
-        return mapping.get("group") if mapping else None
+        return group_of(self.tasks[task_id].mapping)
 
     def same_instance_upstream(self, task_id: str) -> frozenset[str]:
         """The upstream tasks of ``task_id`` in its own mapped task group: instance i

@@ -52,6 +52,7 @@ from orchestrator.authoring.xcom_arg import (
     resolve,
     spec_form,
 )
+from orchestrator.scheduling.mapping import group_of
 
 CONTEXT_PARAMETER = "ctx"  # a first parameter of this name receives the task context
 
@@ -187,7 +188,7 @@ def _plan(task: Any) -> None:
     params = list(signature.parameters.values())
     given = set(task.bound_names)
     mapping = task.mapping
-    if mapping is not None and "group" in mapping:  # its group's items are not its arguments
+    if group_of(mapping) is not None:  # its group's items are not its arguments
         mapping = None
     if mapping is not None:
         given |= set(mapping.get("partial") or {})

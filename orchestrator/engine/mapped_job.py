@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from orchestrator.scheduling.mapping import MapError, task_sources
+from orchestrator.scheduling.mapping import MapError, group_of, task_sources
 
 
 def only_keys(raw: str, keys: list[str]) -> str:
@@ -54,7 +54,7 @@ def mapped_job(spec: Any, task: Any, claim: Any) -> dict[str, Any]:
         for source in over:
             results.pop(source, None)
     item = None
-    if task.mapping is not None and "group" in task.mapping:
+    if group_of(task.mapping) is not None:
         # issue 25 item 7: a task of a mapped group gets its group instance's item for
         # the group's arguments; only a shell task's template variables are the item
         item = kwargs

@@ -36,7 +36,7 @@ from orchestrator.engine.secrets_chain import SecretsChain, chain_asker
 from orchestrator.engine.task_secrets import masked_source
 from orchestrator.engine.xcom_lookup import tasks_test_asker
 from orchestrator.errors import ConfigError, Fail, NotFoundError, ParamValidationError, Skip
-from orchestrator.scheduling.mapping import task_sources
+from orchestrator.scheduling.mapping import group_of, task_sources
 from orchestrator.settings import Settings
 from orchestrator.store.runs.run_rows import make_run_id
 from orchestrator.store.tasks.task_store import idempotency_key
@@ -332,7 +332,7 @@ def _run(
     if task.python_env:  # @task.virtualenv / external_python: in its own interpreter
         return _test_in_python_env(settings, dag, task, ctx, logger, out)
     try:  # issue 25: a TaskFlow call's references resolved, the context by name
-        if task.mapping is not None and "group" in task.mapping:  # issue 25 item 7
+        if group_of(task.mapping) is not None:  # issue 25 item 7
             value = invoke(task, ctx, None, _takes_argument, kwargs)  # the group's item
         else:
             value = invoke(task, ctx, kwargs, _takes_argument)

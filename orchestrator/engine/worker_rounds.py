@@ -20,6 +20,7 @@ from orchestrator.engine.task_hooks import try_state_of
 from orchestrator.engine.task_processes import describe_exit, outcome_of, protocol_error
 from orchestrator.engine.worker_prefetch import PREFETCH_SHORT_SECONDS
 from orchestrator.engine.xcom_lookup import answer_results
+from orchestrator.errors import OrchestratorError
 from orchestrator.store.core.records import Claim
 from orchestrator.store.credentials.secret_box import box_of
 
@@ -41,7 +42,14 @@ class Rounds:
         )
 
     def _set_variable(self, key: str, value: str, is_json: bool, description: Any) -> None:
-        """A try's ``Variable.set`` (issue 26): stored encrypted as every variable."""
+        """A try's ``Variable.set`` (issue 26): stored encrypted as every variable. A
+        secret variable (an operator's credential) is never replaced from a try."""
+        existing = self.store.get_variable(key, None)
+        if existing is not None and existing.is_secret:
+            raise OrchestratorError(
+                f"Variable.set {key!r}: it is a secret variable, which a task cannot replace "
+                "(set it with 'orchestrator variables set' or the UI)"
+            )
         self.store.set_variable(
             key, value, self.clock.now(), box_of(self.settings), is_json=is_json,
             description=description if isinstance(description, str) else None,

@@ -55,6 +55,11 @@ def refs(mapping: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     return [(str(name), dict(ref)) for name, ref in mapping["args"]]
 
 
+def group_of(mapping: Mapping[str, Any] | None) -> str | None:
+    """The mapped task group a task's mapping belongs to (None: not in one, issue 25)."""
+    return mapping.get("group") if mapping else None
+
+
 def task_sources(mapping: Mapping[str, Any] | None) -> tuple[str, ...]:
     """The upstream tasks whose results a mapping needs (empty: expandable at once)."""
     if not mapping:

@@ -588,14 +588,28 @@ with DAG(dag_id="sets_a_variable", schedule=None, start_date=datetime(2026, 1, 1
     def too_big():
         Variable.set("huge", "x" * 2_000_000)
 
+    @task
+    def bad_name():
+        Variable.set("bad key$(id)", "x")
+
+    @task
+    def over_a_secret():
+        Variable.set("api_token", "stolen")
+
     remember() >> recall()
     too_big()
+    bad_name()
+    over_a_secret()
 """
 
 
 def test_variable_set_in_a_task_is_stored_and_read_by_the_next(harness: Harness, write_dag):
     """Issue 26: Airflow's Variable.set from a try, through the worker, into the store."""
+    from orchestrator.store.credentials.secret_box import box_of
+
     write_dag("sets_a_variable.py", SETS_A_VARIABLE)
+    box = box_of(harness.settings)
+    harness.store.set_variable("api_token", "s3cret", harness.clock.now(), box, secret=True)
     harness.parse()
     assert harness.store.import_errors() == []
     run, tis = _run(harness, "sets_a_variable")
@@ -609,6 +623,12 @@ def test_variable_set_in_a_task_is_stored_and_read_by_the_next(harness: Harness,
     assert tis["too_big"].state == TaskState.FAILED
     assert "over the" in tis["too_big"].error and "max_result_bytes" in tis["too_big"].error
     assert "huge" not in stored
+    # a name the store refuses, and a secret variable, fail the try naming why
+    assert tis["bad_name"].state == TaskState.FAILED
+    assert "bad key$(id)" in tis["bad_name"].error and "bad key$(id)" not in stored
+    assert tis["over_a_secret"].state == TaskState.FAILED
+    assert "secret variable, which a task cannot replace" in tis["over_a_secret"].error
+    assert harness.store.get_variable("api_token", box).value == "s3cret"
 
 
 def test_trigger_rules_decide_as_airflows_docs_say(harness: Harness, write_dag):

@@ -134,6 +134,9 @@ def test_a_new_event_wakes_the_scheduler_and_a_duplicate_or_a_refusal_does_not(
     assert not wake.is_set()
 
 
+@pytest.mark.parametrize(
+    "database_url", [pytest.param("postgres", marks=pytest.mark.postgres)], indirect=True
+)
 def test_a_web_server_of_its_own_wakes_the_postgresql_schedulers_with_a_notify(
     settings, store, clock, hook
 ):
@@ -144,8 +147,7 @@ def test_a_web_server_of_its_own_wakes_the_postgresql_schedulers_with_a_notify(
     from orchestrator.engine.wakeup import FINISHED, Listener
     from webui import create_app
 
-    if not store.is_postgres:
-        pytest.skip("LISTEN/NOTIFY is PostgreSQL's (on SQLite the scheduler is in-process)")
+    assert store.is_postgres  # LISTEN/NOTIFY is PostgreSQL's (on SQLite: in-process)
     wake = threading.Event()
     listener = Listener(store.url, {FINISHED: wake}).start()
     try:

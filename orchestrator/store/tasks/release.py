@@ -30,7 +30,7 @@ from datetime import datetime
 from sqlalchemy import Connection, bindparam, select, update
 
 from orchestrator.authoring.spec import DagSpec, TaskSpec
-from orchestrator.scheduling.mapping import UNMAPPED, task_sources
+from orchestrator.scheduling.mapping import UNMAPPED, group_of, task_sources
 from orchestrator.scheduling.trigger_rules import Decision, TriggerRule, decide
 from orchestrator.states import TASK_FINISHED, TASK_UNFINISHED, RunState, TaskState
 from orchestrator.store.core import models as m
@@ -66,7 +66,7 @@ def release_after_success(
     scopes = spec.setup_teardown
     for d in downstream:
         t = spec.tasks[d]
-        if t.mapping is not None and "group" in t.mapping:
+        if group_of(t.mapping) is not None:
             needs = True  # issue 25 item 7: decided per group instance, by the scheduler
             continue
         indirect = scopes.indirect_setups(d)  # issue 25: must succeed too
