@@ -29,6 +29,7 @@ Fire times are strictly increasing; no UTC instant is returned twice.
 
 from __future__ import annotations
 
+import copy
 import heapq
 import re
 from collections.abc import Iterable, Iterator
@@ -220,7 +221,7 @@ def _wall_stream(
 ) -> Iterator[datetime]:
     """croniter's wall times from ``wall`` as UTC instants; ``skip_gap`` drops the wall
     times a spring-forward gap removes instead of moving them to its end."""
-    it = croniter(expr, wall)
+    it = _cron_at(expr, wall)
     step = it.get_prev if reverse else it.get_next
     while True:
         try:
@@ -249,6 +250,20 @@ def to_utc(wall: datetime, tz: ZoneInfo, fold: int = 0) -> datetime:
         else:
             lo = mid
     return datetime.fromtimestamp(hi, UTC)
+
+
+@lru_cache(maxsize=4096)
+def _cron_template(expr: str) -> croniter:
+    return croniter(expr, _EPOCH)
+
+
+def _cron_at(expr: str, wall: datetime) -> croniter:
+    """A croniter of ``expr`` at ``wall``: a copy of one parsed per expression (issue 29:
+    parsing is two thirds of making one, and a tick plans thousands of DAGs). croniter
+    copies its expanded fields before changing them, so the copies share them safely."""
+    it = copy.copy(_cron_template(expr))
+    it.set_current(wall, force=True)
+    return it
 
 
 @lru_cache(maxsize=1024)

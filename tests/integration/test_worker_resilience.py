@@ -12,6 +12,7 @@ from sqlalchemy.exc import OperationalError
 from orchestrator.engine import wakeup
 from orchestrator.engine.scheduler import Scheduler
 from orchestrator.engine.worker import Worker
+from orchestrator.store import Store
 
 SLOW_DAG = """
 import time
@@ -173,10 +174,10 @@ def test_listen_notify_is_a_no_op_on_sqlite(sqlite_url):
         listener.stop()
 
 
-def test_a_leader_stops_acting_when_its_tick_outlasts_half_the_lease(
-    harness, write_dag, store, settings, clock, monkeypatch
-):
-    """Self-fencing: a slow tick stops before releasing anything on an old lease."""
+def _slow_creation(harness, write_dag, store, settings, clock, monkeypatch, during=None):
+    """A leader on a 0.4 s lease whose run-creation step takes 0.3 s of its (fake)
+    monotonic clock; ``during`` runs inside that step. Returns it and a queued run that
+    only the tick's later start step can start."""
     start_slow_run(harness, write_dag)  # the first tick already released the task
     write_dag(
         "two.py",
@@ -192,17 +193,50 @@ def test_a_leader_stops_acting_when_its_tick_outlasts_half_the_lease(
     fast = settings.with_(lease_seconds=0.4, heartbeat_seconds=0.1)
     elapsed = [1000.0]  # a fake monotonic clock, moved by hand
     slow = Scheduler(store, clock, fast, scheduler_id="slow", monotonic=lambda: elapsed[0])
-    real = slow.schedule_dags
+    real = slow._create
 
-    def schedule_slowly(now):
+    def create_slowly(result, now, *, leader):
         elapsed[0] += 0.3  # past half the 0.4 s lease
-        return real(now)
+        if during is not None:
+            during()
+        return real(result, now, leader=leader)
 
-    monkeypatch.setattr(slow, "schedule_dags", schedule_slowly)
+    monkeypatch.setattr(slow, "_create", create_slowly)
     clock.advance(seconds=31)  # the harness scheduler's lease has expired
+    return slow, run
+
+
+def test_a_leader_renews_its_lease_between_the_steps_of_a_long_tick(
+    harness, write_dag, store, settings, clock, monkeypatch
+):
+    """Issue 29: a tick longer than half the lease is never cut short while the lease
+    is still this scheduler's: it renews before the next step and goes on."""
+    slow, run = _slow_creation(harness, write_dag, store, settings, clock, monkeypatch)
+    result = slow.tick(clock.now())
+    assert result.leader and result.runs_started == [run.run_id] and result.released == 1
+    holder, _, expires = store.leader()
+    assert holder == "slow" and expires == clock.now() + timedelta(seconds=0.4)
+
+
+def test_a_leader_whose_lease_was_taken_during_a_step_stops_before_the_next(
+    harness, write_dag, store, settings, clock, monkeypatch
+):
+    """Self-fencing: when another scheduler took the lease while a step ran (the step
+    outlasted the lease), the old leader acts no more in that tick."""
+    lease = timedelta(seconds=0.4)
+
+    other = Store(settings.database_url)
+
+    def taken_over():
+        clock.advance(seconds=0.5)  # the slow leader's lease expires...
+        assert other.acquire_leadership("other", clock.now(), lease) is not None  # ...taken
+
+
+    slow, run = _slow_creation(
+        harness, write_dag, store, settings, clock, monkeypatch, during=taken_over
+    )
     result = slow.tick(clock.now())
     assert result.leader and result.released == 0 and not result.runs_started
     assert store.get_run(run.run_id).state == "queued"
-    monkeypatch.setattr(slow, "schedule_dags", real)
-    result = slow.tick(clock.now())  # a quick tick acts
-    assert result.runs_started == [run.run_id] and result.released == 1
+    assert store.leader()[0] == "other"
+    other.dispose()

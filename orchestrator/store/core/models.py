@@ -85,6 +85,9 @@ dags = Table(
     # the owners of its tasks, a sorted JSON list like tags (issue 27: the DAG list, 0031)
     Column("owners", Text, nullable=False, default="[]", server_default="[]"),
     Column("next_logical_date", UTCDateTime),
+    # from when the scheduler has a run to create (or a cursor to move) for this DAG;
+    # NULL: nothing (manual only, exhausted). Read in order, a batch at a time (0034)
+    Column("next_dagrun_create_after", UTCDateTime, index=True),
     # True once the schedule has no fire times left (end_date passed, @once fired)
     Column("schedule_exhausted", Boolean, nullable=False, default=False),
     Column("last_parsed_at", UTCDateTime, nullable=False),

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime
+from datetime import UTC, datetime
 
 from sqlalchemy import Connection, Insert, Table, delete, insert, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
@@ -17,6 +17,7 @@ from orchestrator.store.core.base import StoreBase, record_event
 from orchestrator.store.core.records import DagRecord, ImportErrorRecord, SourceRecord
 from orchestrator.store.dags.asset_refs import register_assets, skip_queued_events
 
+LOOK_NOW = datetime(1970, 1, 1, tzinfo=UTC)  # next_dagrun_create_after: due at once
 SAVE_CHUNK = 200  # DAGs per write transaction: short enough not to stall the scheduler
 
 
@@ -96,7 +97,11 @@ class DagStore(StoreBase):
         new, updates, changed = [], [], []
         for data in items:
             dag_id, sig = data["dag_id"], schedule_signature(data)
-            desc = DagSpec.from_dict(data).schedule_description()
+            parsed = DagSpec.from_dict(data)
+            desc = parsed.schedule_description()
+            # issue 29: a new or changed schedule is looked at by the next tick, whatever
+            # its clock says (a scheduler's clock may be behind this processor's)
+            create_after = None if parsed.schedule.kind == "none" else LOOK_NOW
             values = dict(
                 fileloc=data["fileloc"],
                 is_active=True,
@@ -116,6 +121,7 @@ class DagStore(StoreBase):
                         dag_id=dag_id,
                         is_paused=bool(data["paused_at_creation"]),
                         next_logical_date=None,
+                        next_dagrun_create_after=create_after,
                         schedule_exhausted=False,
                         created_at=now,
                         **values,
@@ -125,6 +131,7 @@ class DagStore(StoreBase):
                 continue
             if row.schedule_sig != sig:
                 values["next_logical_date"] = None
+                values["next_dagrun_create_after"] = create_after
                 values["schedule_exhausted"] = False
                 record_event(
                     conn, now, "schedule_changed", f"schedule is now {desc}", dag_id=dag_id

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -25,6 +25,7 @@ from orchestrator.store.runs.run_progress import (
 from orchestrator.store.runs.run_rows import insert_run, insert_runs, make_run_id
 
 log = logging.getLogger(__name__)
+_START_CHUNK = 50  # DAGs whose queued runs one write transaction starts
 
 
 @dataclass(frozen=True)
@@ -69,7 +70,11 @@ class RunStore(StoreBase):
             moved = conn.execute(
                 update(d)
                 .where(d.c.dag_id == dag_id, cond, d.c.schedule_exhausted.is_(False))
-                .values(next_logical_date=new_cursor, schedule_exhausted=exhausted)
+                .values(
+                    next_logical_date=new_cursor,
+                    next_dagrun_create_after=new_cursor,
+                    schedule_exhausted=exhausted,
+                )
             ).rowcount
             if not moved:
                 return 0
@@ -135,7 +140,13 @@ class RunStore(StoreBase):
         """
         return self.start_runs(now).run_ids
 
-    def start_runs(self, now: datetime) -> Started:
+    def start_runs(
+        self,
+        now: datetime,
+        *,
+        limit: int | None = None,
+        between: Callable[[], None] | None = None,
+    ) -> Started:
         """Start queued runs of unpaused DAGs and queue their root tasks.
 
         Scheduled and manual runs follow the DAG's ``overlap`` policy: ``allow`` starts
@@ -150,24 +161,35 @@ class RunStore(StoreBase):
         A DAG whose runs cannot start now (every slot taken, by a read of the counts)
         costs no write transaction; whoever frees a slot starts the next run or wakes
         the scheduler, and the next tick reads the counts again.
+
+        Issue 29: ``_START_CHUNK`` DAGs share a write transaction (their rows locked in
+        id order), ``limit`` bounds the DAGs of one call (``more`` says some were
+        left), and ``between`` is called before each transaction (the scheduler's
+        lease check, which may raise to stop).
         """
         run_ids: list[str] = []
         queued = 0
         with self.read() as conn:
             dag_ids = dags_to_start(conn, self.spec)  # type: ignore[attr-defined]
-        for dag_id in dag_ids:
+        more = limit is not None and len(dag_ids) > limit
+        if more:
+            dag_ids = dag_ids[:limit]
+        for i in range(0, len(dag_ids), _START_CHUNK):
+            if between is not None:
+                between()
             with self.write() as conn:
-                started = start_runs_locked(
-                    conn,
-                    dag_id,
-                    self.spec,  # type: ignore[attr-defined]
-                    now,
-                    is_postgres=self.is_postgres,
-                )
-            if started is not None:
-                run_ids += started.run_ids
-                queued += started.tasks_queued
-        return Started(run_ids, queued)
+                for dag_id in dag_ids[i : i + _START_CHUNK]:
+                    started = start_runs_locked(
+                        conn,
+                        dag_id,
+                        self.spec,  # type: ignore[attr-defined]
+                        now,
+                        is_postgres=self.is_postgres,
+                    )
+                    if started is not None:
+                        run_ids += started.run_ids
+                        queued += started.tasks_queued
+        return Started(run_ids, queued, more)
 
     def cancel_run(
         self,
