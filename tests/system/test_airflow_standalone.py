@@ -228,15 +228,17 @@ def _run_the_folder(project, store, proc, log, port, env, server, today) -> None
         runs = store.list_runs(limit=1000)
         if any(r.state not in ("success", "failed") for r in runs if r.dag_id != RESCHEDULE):
             return False
-        poked = {str(t.state) for t in store.task_instances(made[RESCHEDULE][0])}
-        if not poked <= {"success", "up_for_reschedule", "none", "scheduled"}:
-            return False
+        poked = {t.task_id: str(t.state) for t in store.task_instances(made[RESCHEDULE][0])}
+        poked.pop("all_met", None)  # waits for the sensors
+        if not poked or set(poked.values()) - {"success", "up_for_reschedule"}:
+            return False  # a sensor not poked yet
         by_dag = {}
         for r in runs:
             by_dag.setdefault(r.dag_id, []).append(r)
         enough = (
             all(run_id in {r.run_id for r in runs} for ids in made.values() for run_id in ids)
-            and len(by_dag.get(CATCHUP, [])) >= 7
+            and len(by_dag.get(CATCHUP, [])) >= 7  # 3 backfilled, 4 caught up
+            and len(by_dag.get("example_params_and_templates", [])) >= 5  # 4 and a manual
             and all(by_dag.get(c) for c in CONSUMERS)
             and by_dag.get("example_trigger_target_dag")
             and callbacks.exists()
