@@ -1,9 +1,11 @@
-"""Starting and killing real `orchestrator` processes against one database."""
+"""Starting and killing real `orchestrator` processes against one database: a
+standalone, a cluster of schedulers and workers, and one-off CLI commands."""
 
 from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -11,6 +13,53 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def cli(cwd: Path, *argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """One `orchestrator ARGV...` command run in ``cwd`` (with ``env`` added to ours)."""
+    return subprocess.run(
+        [sys.executable, "-m", "orchestrator", *argv],
+        cwd=cwd,
+        env=dict(os.environ, **(env or {})),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+@contextmanager
+def standalone(tmp_path: Path, **env: str) -> Iterator[subprocess.Popen]:
+    """A real `orchestrator standalone` in ``tmp_path``, stopped with SIGTERM at the end,
+    which must exit 0; its output is in ``tmp_path/standalone.log``. Its database is the
+    state folder's SQLite file unless ``env`` names ORCHESTRATOR_DATABASE_URL."""
+    environ = dict(os.environ)
+    environ.pop("ORCHESTRATOR_DATABASE_URL", None)
+    environ.update(env)
+    with open(tmp_path / "standalone.log", "w") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "orchestrator", "standalone"],
+            cwd=tmp_path,
+            env=environ,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            yield proc
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+    assert proc.returncode == 0, (tmp_path / "standalone.log").read_text()[-3000:]
 
 
 def wait_for(predicate: Callable[[], Any], what: str, timeout: float = 30.0) -> Any:

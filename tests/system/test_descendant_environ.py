@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from cryptography.fernet import Fernet
 
-from tests.system.test_standalone import free_port
+from tests.system.cluster import free_port
 
 DAG = """
 import time

@@ -18,8 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.system.cluster import wait_for
-from tests.system.test_standalone import cli, free_port
+from tests.system.cluster import cli, free_port, wait_for
 
 pytestmark = pytest.mark.system
 

@@ -2,67 +2,19 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import shutil
-import signal
-import socket
-import subprocess
-import sys
 import time
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.system.cluster import cli, free_port, standalone
+
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ("nightly_report", "heartbeat_check", "fan_out", "flaky", "http_notify")
 EXAMPLES += ("ingest_sales", "sales_report")  # issue 15: an asset producer and its consumer
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def cli(cwd: Path, *argv: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "orchestrator", *argv],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-
-
-@contextlib.contextmanager
-def standalone(tmp_path: Path, **env: str) -> Iterator[subprocess.Popen]:
-    """A real `orchestrator standalone` in ``tmp_path``, stopped with SIGTERM at the end,
-    which must exit 0; its output is in ``tmp_path/standalone.log``."""
-    environ = dict(os.environ, **env)
-    environ.pop("ORCHESTRATOR_DATABASE_URL", None)
-    with open(tmp_path / "standalone.log", "w") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "orchestrator", "standalone"],
-            cwd=tmp_path,
-            env=environ,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-        try:
-            yield proc
-        finally:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-    assert proc.returncode == 0, (tmp_path / "standalone.log").read_text()[-3000:]
 
 
 @pytest.mark.system

@@ -17,7 +17,7 @@ from sqlalchemy import create_engine, inspect, text
 from orchestrator.errors import ConfigError
 from orchestrator.store import Store
 from tests.conftest import PG_ADMIN_URL, START
-from tests.system.test_standalone import free_port
+from tests.system.cluster import free_port
 
 DAG = (
     'from orchestrator import DAG\nwith DAG("probe", schedule="@hourly") as dag:\n'

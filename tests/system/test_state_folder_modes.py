@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.system.test_standalone import cli, free_port, standalone
+from tests.system.cluster import cli, free_port, standalone
 
 DAG = """
 from orchestrator import DAG, task

@@ -29,8 +29,8 @@ from typing import Any
 
 import pytest
 
+from tests.system.cluster import free_port
 from tests.system.test_descendant_environ import started
-from tests.system.test_standalone import free_port
 
 pytestmark = [
     pytest.mark.system,

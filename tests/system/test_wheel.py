@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.system.test_standalone import free_port
+from tests.system.cluster import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 JUNK = shutil.ignore_patterns(
