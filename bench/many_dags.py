@@ -263,7 +263,7 @@ def run(args: argparse.Namespace, workdir: str, url: str) -> dict[str, Any]:
                 "stop_s": p.stop_s,
                 "killed": p.killed,
             }
-            for p in schedulers  # fmt: skip
+            for p in schedulers
         ],
         worker_stops=[
             {"name": p.name, "stop_s": p.stop_s, "killed": p.killed} for p in cluster.of("worker")
