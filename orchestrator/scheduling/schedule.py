@@ -105,7 +105,7 @@ class Schedule:
             else:
                 t = self.start + ((after - self.start) // self.interval + 1) * self.interval
         else:
-            t = next(self._cron_iter(max(after, self.start - _US)), None)
+            t = self._cron_first(max(after, self.start - _US))
         return t if t is not None and (self.end is None or t <= self.end) else None
 
     def first(self) -> datetime | None:
@@ -125,7 +125,7 @@ class Schedule:
             return self.start
         if self.kind == "interval":
             return self._grid_before(at)
-        t = next(self._cron_iter(at, reverse=True), None)
+        t = self._cron_first(at, reverse=True)
         return t if t is not None and t >= self.start else None
 
     def data_interval(self, logical_date: datetime) -> tuple[datetime, datetime]:
@@ -139,7 +139,7 @@ class Schedule:
         if self.kind == "interval":
             return self._grid_before(ld), ld
         if self.kind == "cron":
-            prev = next(self._cron_iter(ld, reverse=True), None)
+            prev = self._cron_first(ld, reverse=True)
             return (prev if prev is not None else ld), ld
         return ld, ld
 
@@ -188,6 +188,13 @@ class Schedule:
         assert self.start is not None and self.interval is not None
         q, r = divmod(at - self.start, self.interval)
         return self.start + (q if r else q - 1) * self.interval
+
+    def _cron_first(self, bound: datetime, reverse: bool = False) -> datetime | None:
+        """The first of :meth:`_cron_iter`: remembered per (expression, zone, bound),
+        which is all it depends on, so the thousands of DAGs a tick plans with the same
+        cron and zone at the same instant cost one walk (issue 29)."""
+        assert self.expr is not None
+        return _cron_first(self.expr, self.timezone, bound.astimezone(UTC), reverse)
 
     def _cron_iter(self, bound: datetime, reverse: bool = False) -> Iterator[datetime]:
         """Cron fire instants strictly after ``bound`` ascending (strictly before it,
@@ -250,6 +257,12 @@ def to_utc(wall: datetime, tz: ZoneInfo, fold: int = 0) -> datetime:
         else:
             lo = mid
     return datetime.fromtimestamp(hi, UTC)
+
+
+@lru_cache(maxsize=16384)
+def _cron_first(expr: str, timezone: str, bound: datetime, reverse: bool) -> datetime | None:
+    probe = Schedule("cron", expr, None, timezone, None, None)
+    return next(probe._cron_iter(bound, reverse), None)
 
 
 @lru_cache(maxsize=4096)
