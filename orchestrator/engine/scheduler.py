@@ -133,7 +133,7 @@ class Scheduler:
                 self.on_release.set()  # lost tries are queued again at once: wake workers
             for _ in range(3):  # skips and failures propagate; a few passes settle them
                 self._acting()
-                released = self.store.release_ready(now)
+                released = self.store.release_ready(now, between=self._acting)
                 result.released += released
                 self._tell_workers(result)
                 # finishing a run starts the queued runs it made room for, in the same

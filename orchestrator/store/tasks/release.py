@@ -24,7 +24,7 @@ caller is told to wake the scheduler.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import datetime
 
 from sqlalchemy import Connection, bindparam, select, update
@@ -186,7 +186,7 @@ def _all_success_by_complement(conn: Connection, run_pk: int, others: tuple[str,
 
 
 class ReleaseStore(StoreBase):
-    def release_ready(self, now: datetime) -> int:
+    def release_ready(self, now: datetime, *, between: Callable[[], None] | None = None) -> int:
         """Queue scheduled tasks whose trigger rule is met; propagate skips and failures.
 
         Looks only at running runs of unpaused DAGs that still have scheduled tasks.
@@ -214,6 +214,8 @@ class ReleaseStore(StoreBase):
         specs = {run.id: self.spec(run.dag_id, run.version_hash) for run in runs}  # type: ignore[attr-defined]
         changed = 0
         for batch in _chunks([run.id for run in runs], 200):
+            if between is not None:  # the scheduler's lease and stop check (issue 29)
+                between()
             with self.write() as conn:
                 lock_runs(conn, batch, self.is_postgres)
                 # a mapped task group expanded in a pass is decided in the next one, in
