@@ -75,11 +75,16 @@ def _task_user_flags(p: Any) -> None:
 
 
 def cmd_standalone(args: argparse.Namespace, settings: Settings) -> int:
-    from orchestrator.engine.services import install_stop_handlers, standalone
+    from orchestrator.engine.services import (
+        exit_without_collecting,
+        install_stop_handlers,
+        standalone,
+    )
 
     stop = threading.Event()
     install_stop_handlers(stop)
     standalone(settings, stop=stop, new_database=args.new_database)
+    exit_without_collecting()
     return 0
 
 
@@ -131,12 +136,17 @@ def cmd_db_clean(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_scheduler(args: argparse.Namespace, settings: Settings) -> int:
-    from orchestrator.engine.services import install_stop_handlers, run_scheduler
+    from orchestrator.engine.services import (
+        exit_without_collecting,
+        install_stop_handlers,
+        run_scheduler,
+    )
 
     store = open_store(settings)
     stop = threading.Event()
     install_stop_handlers(stop)
     run_scheduler(store, settings, stop)
+    exit_without_collecting()
     return 0
 
 

@@ -8,6 +8,7 @@ released, so nobody waits for a polling interval.
 
 from __future__ import annotations
 
+import gc
 import importlib
 import importlib.util
 import logging
@@ -56,6 +57,13 @@ def web_ui(module: str = "") -> ModuleType:
         if Path(spec.origin).resolve().parent in (_PACKAGE / "webui", _PACKAGE.parent / "webui"):
             return importlib.import_module(f"{name}.{module}" if module else name)
     raise ModuleNotFoundError(f"the web UI package is not installed beside {_PACKAGE}")
+
+
+def exit_without_collecting() -> None:
+    """Before a long-running process returns from its loop: leave its objects (the
+    DAG specs of 10,000 DAGs, caches) to the exit instead of a last garbage collection,
+    which took a second and more of a SIGTERM's budget (issue 29: stop within 2 s)."""
+    gc.freeze()
 
 
 def install_stop_handlers(stop: threading.Event) -> None:

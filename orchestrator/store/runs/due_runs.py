@@ -55,7 +55,6 @@ _DUE = (
     .order_by(d.c.next_dagrun_create_after, d.c.dag_id)
     .limit(bindparam("limit"))
 )
-_ANY_DUE = select(d.c.dag_id).where(*_DUE.whereclause.clauses).limit(1)
 # the cursor moves only from the value read under the row lock: a compare-and-set,
 # checked by its row count, so a batch never moves a cursor someone else moved
 _MOVE = (
@@ -127,8 +126,12 @@ class DueRunStore(StoreBase):
         module), at most ``runs_per_batch`` runs: a step stays short (the lease, a stop
         request) even when every DAG catches up hundreds of fire times."""
         with self.read() as conn:  # an idle tick: one indexed read, no write lock
-            if conn.execute(_ANY_DUE, {"now": now}).first() is None:
-                return DueBatch(0, 0)
+            peek = conn.execute(_DUE, {"now": now, "limit": limit}).all()
+        if not peek:
+            return DueBatch(0, 0)
+        # the specs are read before the locks are taken: a batch of new DAGs must not
+        # hold its rows (and stay idle in its transaction) while they are loaded
+        self.preload_specs((row.dag_id, row.version_hash) for row in peek)  # type: ignore[attr-defined]
         q = _DUE.with_for_update(skip_locked=True) if self.is_postgres else _DUE
         with self.write() as conn:
             rows = conn.execute(q, {"now": now, "limit": limit}).all()
