@@ -253,6 +253,21 @@ class Scheduler:
             raise _LeaseAtRisk
         self._renewed = (asked, now)
 
+    def _pause(self, result: TickResult) -> float:
+        """How long to sleep after an idle tick: ``scheduler_interval``, or less when a
+        DAG this scheduler creates runs for falls due sooner, so a minute's runs are made
+        at the minute and not up to an interval later (issue 29)."""
+        pause = self.settings.scheduler_interval
+        if not (result.leader or self.shares_creation):
+            return pause
+        try:
+            due = self.store.next_due_at()
+        except Exception:  # noqa: BLE001 - the next tick reports a database problem
+            return pause
+        if due is None:
+            return pause
+        return max(0.01, min(pause, (due - self.clock.now()).total_seconds()))
+
     def schedule_dags(self, now: datetime) -> int:
         """Create the runs of every DAG due at ``now`` (all batches, without the lease:
         each batch is a compare-and-set under its rows' locks); how many were made."""
@@ -282,7 +297,7 @@ class Scheduler:
                 result = TickResult(leader=False)
             if result.busy:
                 continue
-            self.wake.wait(self.settings.scheduler_interval)
+            self.wake.wait(self._pause(result))
             self.wake.clear()
         try:
             self.store.release_leadership(self.id)

@@ -246,3 +246,22 @@ def test_two_schedulers_creating_at_once_make_each_run_once(
     assert errors == []
     runs = _scheduled_runs(store)
     assert sum(made) == len(runs) == 900 and set(runs.values()) == {1}
+
+
+def test_an_idle_scheduler_wakes_when_the_next_dag_falls_due(
+    harness, write_dag, store, settings, clock
+):
+    """Not up to ``scheduler_interval`` after the fire: at the fire (issue 29)."""
+    write_dag("minutely.py", MINUTELY.format(count=3))
+    harness.parse()
+    clock.advance(seconds=59.7)
+    result = harness.tick()  # the 00:00 runs; the next fire is at 00:01, 0.3 s away
+    assert not harness.tick().busy
+    assert harness.scheduler._pause(result) == pytest.approx(0.3)
+    assert settings.scheduler_interval == 1.0
+    clock.advance(seconds=5)  # a DAG overdue (another scheduler holds it): a short floor
+    assert harness.scheduler._pause(result) == 0.01
+    store.set_paused("m0000", True, clock.now())
+    store.set_paused("m0001", True, clock.now())
+    store.set_paused("m0002", True, clock.now())
+    assert harness.scheduler._pause(result) == 1.0  # nothing of ours falls due

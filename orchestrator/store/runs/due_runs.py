@@ -55,6 +55,9 @@ _DUE = (
     .order_by(d.c.next_dagrun_create_after, d.c.dag_id)
     .limit(bindparam("limit"))
 )
+_NEXT_DUE = select(func.min(d.c.next_dagrun_create_after)).where(
+    d.c.is_active.is_(True), d.c.is_paused.is_(False), d.c.schedule_exhausted.is_(False)
+)
 # the cursor moves only from the value read under the row lock: a compare-and-set,
 # checked by its row count, so a batch never moves a cursor someone else moved
 _MOVE = (
@@ -196,6 +199,11 @@ class DueRunStore(StoreBase):
             started,
             more=len(rows) == limit or len(moves) < len(rows),
         )
+
+    def next_due_at(self) -> datetime | None:
+        """When the next DAG falls due (its ``next_dagrun_create_after``), or None."""
+        with self.read() as conn:
+            return conn.execute(_NEXT_DUE).scalar()
 
     def _start_new_runs(
         self, conn: Any, new: dict[str, tuple[DagSpec, list[_NewRun]]], now: datetime
