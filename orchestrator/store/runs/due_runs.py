@@ -135,13 +135,34 @@ class DueRunStore(StoreBase):
         # the specs are read before the locks are taken: a batch of new DAGs must not
         # hold its rows (and stay idle in its transaction) while they are loaded
         self.preload_specs((row.dag_id, row.version_hash) for row in peek)  # type: ignore[attr-defined]
+        # and so are the plans (the CPU of the batch): one made from the same version and
+        # cursor as the row read under the lock is that row's plan, since a plan depends
+        # on nothing else (a DAG whose cursor is NULL also on whether it has scheduled
+        # runs: those move its cursor, so they cannot appear while it stays NULL)
+        with self.read() as conn:
+            fresh = [row.dag_id for row in peek if row.next_logical_date is None]
+            history = set(conn.execute(_HISTORY, {"ids": fresh}).scalars()) if fresh else set()
+        planned = {
+            (row.dag_id, row.version_hash, row.next_logical_date): decide(
+                self.spec(row.dag_id, row.version_hash),  # type: ignore[attr-defined]
+                row.next_logical_date,
+                row.dag_id in history,
+                runs_per_batch,
+            )
+            for row in peek
+        }
         q = _DUE.with_for_update(skip_locked=True) if self.is_postgres else _DUE
         with self.write() as conn:
             rows = conn.execute(q, {"now": now, "limit": limit}).all()
             if not rows:
                 return DueBatch(0, 0)
-            fresh = [row.dag_id for row in rows if row.next_logical_date is None]
-            history = set(conn.execute(_HISTORY, {"ids": fresh}).scalars()) if fresh else set()
+            fresh = [
+                row.dag_id
+                for row in rows
+                if row.next_logical_date is None and row.dag_id not in history
+            ]
+            if fresh:  # new since the peek: asked again under the lock
+                history |= set(conn.execute(_HISTORY, {"ids": fresh}).scalars())
             moves, groups, events = [], [], []
             budget = runs_per_batch
             for row in rows:
@@ -149,7 +170,10 @@ class DueRunStore(StoreBase):
                     break
                 spec = self.spec(row.dag_id, row.version_hash)  # type: ignore[attr-defined]
                 cursor = row.next_logical_date
-                decided = decide(spec, cursor, row.dag_id in history, budget)
+                key = (row.dag_id, row.version_hash, cursor)
+                decided = planned.get(key) if key in planned else None
+                if key not in planned or (decided and len(decided.fire_times) > budget):
+                    decided = decide(spec, cursor, row.dag_id in history, budget)
                 if decided is not None:
                     budget -= len(decided.fire_times)
                 if decided is None:  # manual only, no fire time at all, or not yet due
