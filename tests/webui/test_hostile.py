@@ -248,6 +248,107 @@ def test_same_origin_actions_still_work(client, store, csrf, headers):
     assert store.get_dag("pipeline").is_paused
 
 
+@pytest.mark.parametrize(
+    "origin",
+    [
+        "http://localhost:99999",  # a port no URL can have
+        "http://localhost:x",
+        "http://",  # a scheme and no host
+        "http:///dags",
+    ],
+)
+def test_an_origin_that_is_no_url_is_refused_not_an_error(client, store, csrf, origin):
+    store.save_dag(build_shell_dag("pipeline"), START)
+    response = client.post(
+        "/api/v1/dags/pipeline/pause",
+        json={"paused": True},
+        headers={"X-CSRF-Token": csrf, "Origin": origin},
+    )
+    assert response.status_code == 403
+    assert "cross-site request refused" in response.get_json()["detail"]
+    assert not store.get_dag("pipeline").is_paused
+
+
+def test_a_long_foreign_origin_is_named_by_its_first_100_characters(client, store, csrf):
+    store.save_dag(build_shell_dag("pipeline"), START)
+    origin = "http://evil.example/" + "x" * 200
+    response = client.post(
+        "/api/v1/dags/pipeline/pause",
+        json={"paused": True},
+        headers={"X-CSRF-Token": csrf, "Origin": origin},
+    )
+    assert response.status_code == 403
+    assert f"Origin {origin[:100]!r} is not this site" in response.get_json()["detail"]
+
+
+@pytest.mark.parametrize(
+    "origin", ["https://localhost", "https://localhost:443", "https://LOCALHOST.:443"]
+)
+def test_same_origin_over_https_with_or_without_its_default_port(settings, store, origin):
+    """Behind a TLS proxy the page's origin is https://host, port 443 spelt or not."""
+    store.save_dag(build_shell_dag("pipeline"), START)
+    client = create_app(settings, store).test_client()
+    base = "https://localhost"
+    token = client.get("/api/v1/csrf", base_url=base).get_json()["csrf_token"]
+    response = client.post(
+        "/api/v1/dags/pipeline/pause",
+        base_url=base,
+        json={"paused": True},
+        headers={"X-CSRF-Token": token, "Origin": origin},
+    )
+    assert response.status_code == 200, response.get_json()
+    assert store.get_dag("pipeline").is_paused
+    other = client.post(
+        "/api/v1/dags/pipeline/pause",
+        base_url=base,
+        json={"paused": False},
+        headers={"X-CSRF-Token": token, "Origin": "https://localhost:8443"},
+    )
+    assert other.status_code == 403
+
+
+def test_an_http_1_0_action_without_a_host_header_is_judged_by_the_server_name(
+    app, client, store, csrf
+):
+    """No Host header (HTTP/1.0): the UI's own address is the server's, and a same-origin
+    Origin, or none, is let through."""
+    from werkzeug.test import EnvironBuilder, run_wsgi_app
+
+    store.save_dag(build_shell_dag("pipeline"), START)
+    cookie = client.get_cookie("session").value
+    for origin in (None, "http://localhost"):
+        headers = {"X-CSRF-Token": csrf, "Cookie": f"session={cookie}"}
+        if origin:
+            headers["Origin"] = origin
+        environ = EnvironBuilder(
+            path="/api/v1/dags/pipeline/pause",
+            method="POST",
+            json={"paused": origin is None},
+            headers=headers,
+            environ_overrides={"SERVER_PROTOCOL": "HTTP/1.0"},
+        ).get_environ()
+        del environ["HTTP_HOST"]
+        _, status, _ = run_wsgi_app(app.wsgi_app, environ, buffered=True)
+        assert status.startswith("200"), (origin, status)
+        assert store.get_dag("pipeline").is_paused is (origin is None)
+
+
+def test_a_nul_in_a_repeated_query_or_form_value_is_400(client, make_dag, store, csrf):
+    """Every value of a repeated parameter is checked, not only the first."""
+    make_dag("etl")
+    response = client.get("/api/v1/dags/etl/runs?state=success&state=a%00b")
+    assert response.status_code == 400
+    assert "NUL" in response.get_data(as_text=True)
+    store.save_dag(build_shell_dag("pipeline"), START)
+    response = client.post(
+        "/dags/pipeline/pause",
+        data={"csrf_token": csrf, "paused": ["true", "x\x00"]},
+    )
+    assert response.status_code == 400
+    assert "NUL" in response.get_data(as_text=True)
+    assert not store.get_dag("pipeline").is_paused
+
+
 def test_web_login_always_requires_a_login_on_loopback(settings, store):
     app = create_app(settings.with_(web_login="always"), store)
     assert app.config["LOGIN_REQUIRED"]

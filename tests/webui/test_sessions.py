@@ -5,12 +5,13 @@ into another, as an attacker holding it would."""
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 
 import pytest
 from conftest import START  # noqa: I001  (tests/webui/conftest.py)
 from flask.testing import FlaskClient
-from sqlalchemy import select
+from sqlalchemy import select, update
 
 from orchestrator.store.core import models as m
 from webui import create_app
@@ -271,3 +272,91 @@ def test_odd_user_names_are_counted_safely(login_app, store):
         names = conn.execute(select(m.login_failures.c.username)).scalars().all()
     assert max(map(len, names)) == 100
     assert "?" in names and "a?b" in names
+
+
+def test_the_last_use_is_written_back_once_a_minute(settings, store, clock):
+    """A request rewrites the cookie's "last used" time only when it is a minute old or
+    more (a cookie per request otherwise), so idleness is counted from that write: a
+    session used 60 s after its login is still alive 90 s after that use, and one used
+    59 s after it is not rewritten (no Set-Cookie)."""
+    store.add_user("ada", PASSWORD, START)
+    app = create_app(
+        settings.with_(web_session_idle_seconds=100), store, clock=clock, login_required=True
+    )
+    client = app.test_client()
+    log_in(client)
+    clock.advance(seconds=59)
+    assert "Set-Cookie" not in client.get("/api/v1/dags").headers  # too soon to rewrite
+    clock.advance(seconds=1)  # 60 s since the login: "last used" is written
+    assert "Set-Cookie" in client.get("/api/v1/dags").headers
+    clock.advance(seconds=90)  # 150 s after the login, 90 s after that use
+    assert signed_in(client)
+    clock.advance(seconds=101)
+    assert not signed_in(client)
+
+
+def test_each_session_gets_its_own_csrf_token_of_32_random_bytes(login_app):
+    """The token is secrets.token_urlsafe(32): 43 URL-safe characters, made once per
+    session (the same on every page of it) and new with the next login."""
+    client = login_app.test_client()
+    first = token_of(client)
+    assert re.fullmatch(r"[A-Za-z0-9_-]{43}", first)
+    assert token_of(client) == first
+    log_in(client)
+    mine = client.get("/api/v1/csrf").get_json()["csrf_token"]
+    assert re.fullmatch(r"[A-Za-z0-9_-]{43}", mine) and mine != first
+    assert client.get("/api/v1/csrf").get_json()["csrf_token"] == mine
+    assert token_of(login_app.test_client()) not in (first, mine)
+
+
+def test_a_session_lives_to_the_second_of_its_idle_and_absolute_limits(settings, store, clock):
+    """Idle for exactly web_session_idle_seconds, or exactly web_session_max_seconds
+    after its login, a session still works; one second more ends it."""
+    store.add_user("ada", PASSWORD, START)
+    app = create_app(
+        settings.with_(web_session_max_seconds=1200, web_session_idle_seconds=600),
+        store,
+        clock=clock,
+        login_required=True,
+    )
+    client = app.test_client()
+    log_in(client)
+    clock.advance(seconds=600)
+    assert signed_in(client)  # idle exactly 600 s
+    clock.advance(seconds=600)
+    assert signed_in(client)  # idle 600 s again, and exactly 1200 s since the login
+    clock.advance(seconds=1)
+    assert not signed_in(client)
+    log_in(client)
+    clock.advance(seconds=601)
+    assert not signed_in(client)
+
+
+def test_an_api_call_without_a_session_is_401_in_json(login_app):
+    response = login_app.test_client().get("/api/v1/dags")
+    assert response.status_code == 401
+    assert response.get_json() == {"status": 401, "title": "Unauthorized", "detail": "log in first"}
+
+
+def test_a_signed_cookie_without_a_session_key_is_no_session(login_app):
+    """A cookie signed with the app's key that names a user but carries no session key
+    (one made before session keys existed, or a key that is no string) is refused
+    with 401, never a 500."""
+    at = int(START.timestamp())
+    serializer = login_app.session_interface.get_signing_serializer(login_app)
+    client = login_app.test_client()
+    for data in ({"user": "ada"}, {"user": "ada", "sk": 7, "since": at, "seen": at}):
+        client.set_cookie("session", serializer.dumps(data))
+        assert client.get("/api/v1/dags").status_code == 401, data
+
+
+def test_a_user_row_without_a_nonce_never_gets_a_session(login_app, store):
+    """A users row left with the column's default nonce ('unset') has no session key:
+    its password still checks, but the session it gets is refused on the next request."""
+    with store.write() as conn:
+        conn.execute(
+            update(m.users).where(m.users.c.username == "ada").values(session_nonce="unset")
+        )
+    client = login_app.test_client()
+    log_in(client)
+    assert not signed_in(client)

@@ -208,6 +208,7 @@ def test_hostile_tokens_are_401_and_change_nothing(app, store, header):
         "/api/v1/dags/pipeline/pause", json={"paused": True}, headers={"Authorization": header}
     )
     assert response.status_code == 401
+    assert response.get_json()["status"] == 401
     assert response.get_json()["detail"].startswith(("malformed token", "unknown token"))
     assert snapshot(store) == before
 
@@ -217,3 +218,36 @@ def test_another_scheme_is_no_token(client):
     cookie-less one (here loopback, no login), as before tokens existed."""
     response = client.get("/api/v1/me", headers={"Authorization": "Basic YWRhOnNlY3JldA=="})
     assert response.status_code == 200 and response.get_json()["via"] == "loopback"
+
+
+def test_a_refusal_by_role_is_json_for_the_api_and_a_token_and_a_page_for_a_browser(
+    settings, store, clock
+):
+    """Below a route's role: 403 with a JSON body for an /api/ route or any bearer
+    token (a script reads it), and the HTML error page for a browser's form post."""
+    from conftest import build_shell_dag  # noqa: I001  (tests/webui/conftest.py)
+    from test_sessions import log_in
+
+    store.add_user("vic", PASSWORD, START, role="viewer")
+    store.save_dag(build_shell_dag("pipeline"), START)
+    app = create_app(settings.with_(web_login="always"), store, clock=clock)
+    token = store.create_token("vic", START, name="ci").token
+    bearer = {"Authorization": f"Bearer {token}"}
+    client = app.test_client()
+    for path, kwargs in (
+        ("/api/v1/dags/pipeline/pause", {"json": {"paused": True}}),
+        ("/dags/pipeline/pause", {"data": {"paused": "true"}}),
+    ):
+        r = client.post(path, headers=bearer, **kwargs)
+        assert r.status_code == 403, path
+        assert r.mimetype == "application/json" and r.get_json()["status"] == 403, path
+    assert log_in(client, "vic", PASSWORD).status_code == 302
+    csrf = client.get("/api/v1/csrf").get_json()["csrf_token"]
+    r = client.post(
+        "/api/v1/dags/pipeline/pause", json={"paused": True}, headers={"X-CSRF-Token": csrf}
+    )
+    assert r.status_code == 403
+    assert r.mimetype == "application/json" and r.get_json()["status"] == 403
+    r = client.post("/dags/pipeline/pause", data={"csrf_token": csrf, "paused": "true"})
+    assert r.status_code == 403 and r.mimetype == "text/html"
+    assert not store.get_dag("pipeline").is_paused
