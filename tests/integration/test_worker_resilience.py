@@ -231,7 +231,6 @@ def test_a_leader_whose_lease_was_taken_during_a_step_stops_before_the_next(
         clock.advance(seconds=0.5)  # the slow leader's lease expires...
         assert other.acquire_leadership("other", clock.now(), lease) is not None  # ...taken
 
-
     slow, run = _slow_creation(
         harness, write_dag, store, settings, clock, monkeypatch, during=taken_over
     )
