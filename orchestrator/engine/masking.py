@@ -185,27 +185,30 @@ class MaskedStream(io.TextIOBase):
     the end of a write that may begin a secret until the next write; ``flush`` does not
     release it (a task that prints a secret one character at a time, flushing each,
     would otherwise print it whole), only :meth:`finish` at the end of the output.
-    Thread-safe: ``tasks test`` feeds it from the file-descriptor pump too."""
+    Thread-safe: ``tasks test`` feeds it from the file-descriptor pump too, and each
+    source (``write`` for Python's ``sys.stdout``, ``write_bytes`` for the pump) holds
+    back its own end: one buffer for both let a secret's first half, held from the
+    pipe, be written out in clear in front of the next ``print``."""
 
     def __init__(self, out: Any, masker: Masker) -> None:
         self.out = out
         self.masker = masker
-        self._held = b""
+        self._held: dict[str, bytes] = {}
         self._lock = threading.Lock()
 
     def writable(self) -> bool:
         return True
 
     def write(self, s: str) -> int:
-        self.write_bytes(s.encode("utf-8", "surrogateescape"))
+        self.write_bytes(s.encode("utf-8", "surrogateescape"), source="text")
         return len(s)
 
-    def write_bytes(self, data: bytes) -> None:
+    def write_bytes(self, data: bytes, source: str = "fd") -> None:
         with self._lock:
             if self.masker:
-                data = self.masker.mask_bytes(self._held + data)
+                data = self.masker.mask_bytes(self._held.get(source, b"") + data)
                 keep = self.masker.held_back(data)
-                self._held = data[len(data) - keep :] if keep else b""
+                self._held[source] = data[len(data) - keep :] if keep else b""
                 data = data[: len(data) - keep]
             if data:
                 self.out.write(data.decode("utf-8", "replace"))
@@ -217,7 +220,8 @@ class MaskedStream(io.TextIOBase):
     def finish(self) -> None:
         """The output ended: write what was held back as it is, and flush."""
         with self._lock:
-            held, self._held = self._held, b""
-            if held:
-                self.out.write(held.decode("utf-8", "replace"))
+            held, self._held = self._held, {}
+            for source in sorted(held):
+                if held[source]:
+                    self.out.write(held[source].decode("utf-8", "replace"))
             self.out.flush()

@@ -157,3 +157,20 @@ def test_the_masked_stream_holds_back_only_what_may_begin_a_secret():
     plain = io.StringIO()
     MaskedStream(plain, Masker()).write("no secret known: s3cret!")
     assert plain.getvalue() == "no secret known: s3cret!"
+
+
+def test_the_masked_stream_holds_back_each_source_apart():
+    """`tasks test` feeds one stream from two sources: Python's sys.stdout (``write``)
+    and the pipe of fds 1 and 2 (``write_bytes``, from a pump thread). A secret's first
+    half held back from the pipe must never be written out in front of the next print;
+    it was, in clear, when both sources shared one buffer (seen in CI under load)."""
+    out = io.StringIO()
+    masker = Masker()
+    masker.add("tok-5e3c9a7b1d2f")
+    stream = MaskedStream(out, masker)
+    stream.write_bytes(b"tok-5e3c")  # the pump read half of an os.write'd secret
+    stream.write("printed tok-5e3c9a7b1d2f\n")  # then a print, before the rest arrives
+    stream.write_bytes(b"9a7b1d2f\n")  # the pipe's other half
+    stream.finish()
+    assert "tok-5e" not in out.getvalue(), out.getvalue()
+    assert out.getvalue().count("***") == 2
