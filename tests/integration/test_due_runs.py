@@ -130,7 +130,7 @@ def test_a_backlog_of_5000_due_runs_does_not_hold_up_a_ready_task(
     assert ticks <= 12  # 500 a tick
 
 
-def test_a_manual_only_dag_is_read_once_then_never_again(harness, write_dag, store, clock):
+def test_a_manual_only_dag_is_never_due(harness, write_dag, store, clock):
     write_dag(
         "manual.py",
         """

@@ -171,7 +171,7 @@ class DueRunStore(StoreBase):
                 spec = self.spec(row.dag_id, row.version_hash)  # type: ignore[attr-defined]
                 cursor = row.next_logical_date
                 key = (row.dag_id, row.version_hash, cursor)
-                decided = planned.get(key) if key in planned else None
+                decided = planned.get(key)
                 if key not in planned or (decided and len(decided.fire_times) > budget):
                     decided = decide(spec, cursor, row.dag_id in history, budget)
                 if decided is not None:
